@@ -1,0 +1,15 @@
+# Third-party libraries, all from Debian except prometheus-cpp (built by scripts/setup).
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(prometheus-cpp CONFIG REQUIRED)
+find_package(GTest REQUIRED)
+if(RINGLEADER_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# Debian's yaml-cpp 0.7 exports the plain target name; give it a namespaced alias.
+if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
+endif()

@@ -1,0 +1,22 @@
+# Finds the CUDA toolkit and NCCL. With both, the NCCL parts of the sidecar are built; without
+# them the build goes on with GPU parts off and says why.
+set(RINGLEADER_WITH_NCCL OFF)
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{NCCL_HOME}/include)
+  find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{NCCL_HOME}/lib)
+  if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
+    file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _nccl_version_lines REGEX "^#define NCCL_(MAJOR|MINOR|PATCH) ")
+    string(REGEX REPLACE ".*NCCL_MAJOR ([0-9]+).*NCCL_MINOR ([0-9]+).*NCCL_PATCH ([0-9]+).*" "\\1.\\2.\\3"
+           NCCL_VERSION "${_nccl_version_lines}")
+    add_library(ringleader_nccl INTERFACE)
+    target_include_directories(ringleader_nccl SYSTEM INTERFACE "${NCCL_INCLUDE_DIR}")
+    target_link_libraries(ringleader_nccl INTERFACE "${NCCL_LIBRARY}" CUDA::cudart)
+    set(RINGLEADER_WITH_NCCL ON)
+    message(STATUS "ringleader GPU parts: ON (CUDA ${CUDAToolkit_VERSION}, NCCL ${NCCL_VERSION})")
+  else()
+    message(STATUS "ringleader GPU parts: OFF (CUDA ${CUDAToolkit_VERSION} found, NCCL not found)")
+  endif()
+else()
+  message(STATUS "ringleader GPU parts: OFF (no CUDA toolkit found)")
+endif()

@@ -1,0 +1,51 @@
+# One place for compiler flags and for the helpers that make libraries and tests.
+include(GoogleTest)
+
+set(RINGLEADER_WARNINGS -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor
+    -Wold-style-cast -Woverloaded-virtual -Wimplicit-fallthrough -Wmissing-declarations)
+
+if(RINGLEADER_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# ringleader_library(NAME SOURCES ... DEPS ...): a static library of project code, warnings as errors.
+function(ringleader_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_include_directories(${name} PUBLIC "${PROJECT_SOURCE_DIR}")
+  target_compile_options(${name} PRIVATE ${RINGLEADER_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# ringleader_executable(NAME SOURCES ... DEPS ...)
+function(ringleader_executable name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${RINGLEADER_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+endfunction()
+
+# ringleader_test(SOURCE DEPS ...): one GoogleTest program per *_test.cc, each TEST its own ctest
+# entry. The working directory is the source root so tests can read crds/ and examples/.
+function(ringleader_test source)
+  cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  get_filename_component(name "${source}" NAME_WE)
+  add_executable(${name} "${source}")
+  target_compile_options(${name} PRIVATE ${RINGLEADER_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  gtest_discover_tests(${name} WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+endfunction()
+
+# ringleader_benchmark(SOURCE DEPS ...): a Google Benchmark program; not run by ctest.
+function(ringleader_benchmark source)
+  if(NOT RINGLEADER_BENCHMARKS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  get_filename_component(name "${source}" NAME_WE)
+  add_executable(${name} "${source}")
+  target_compile_options(${name} PRIVATE ${RINGLEADER_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark)
+endfunction()

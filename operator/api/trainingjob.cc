@@ -1,0 +1,541 @@
+// JSON <-> TrainingJob. Parsing reads typed fields and keeps the whole object in `raw`; writing
+// overlays the typed fields on `raw`, so unknown fields and the pod template survive untouched.
+#include "operator/api/trainingjob.h"
+
+#include <ctime>
+#include <cstdio>
+
+#include "operator/api/quantity.h"
+
+namespace ringleader::api {
+namespace {
+
+using nlohmann::json;
+
+std::string Describe(const json& value) {
+  std::string text = value.dump();
+  if (text.size() > 64) {
+    text = text.substr(0, 61) + "...";
+  }
+  return text;
+}
+
+// Reads typed fields out of one JSON object, recording a FieldError for each wrong type.
+class Reader {
+ public:
+  Reader(const json& object, std::string path, FieldErrors* errors)
+      : object_(object), path_(std::move(path)), errors_(errors) {}
+
+  std::string Path(std::string_view key) const {
+    return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  }
+  const json* Find(std::string_view key) const {
+    if (!object_.is_object()) {
+      return nullptr;
+    }
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+  void Fail(std::string_view key, const std::string& message) const {
+    errors_->push_back({Path(key), message});
+  }
+
+  void Int(std::string_view key, std::int64_t* out) const {
+    if (const json* value = Find(key)) {
+      if (value->is_number_integer()) {
+        *out = value->get<std::int64_t>();
+      } else {
+        Fail(key, "must be an integer, got " + Describe(*value));
+      }
+    }
+  }
+  void OptionalInt(std::string_view key, std::optional<std::int64_t>* out) const {
+    if (Find(key) != nullptr) {
+      std::int64_t value = 0;
+      const std::size_t before = errors_->size();
+      Int(key, &value);
+      if (errors_->size() == before) {
+        *out = value;
+      }
+    }
+  }
+  void Bool(std::string_view key, bool* out) const {
+    if (const json* value = Find(key)) {
+      if (value->is_boolean()) {
+        *out = value->get<bool>();
+      } else {
+        Fail(key, "must be true or false, got " + Describe(*value));
+      }
+    }
+  }
+  void String(std::string_view key, std::string* out) const {
+    if (const json* value = Find(key)) {
+      if (value->is_string()) {
+        *out = value->get<std::string>();
+      } else {
+        Fail(key, "must be a string, got " + Describe(*value));
+      }
+    }
+  }
+  // An integer, or a string holding a Kubernetes quantity ("64Mi").
+  void Quantity(std::string_view key, std::int64_t* out) const {
+    const json* value = Find(key);
+    if (value == nullptr) {
+      return;
+    }
+    if (value->is_number_integer()) {
+      *out = value->get<std::int64_t>();
+    } else if (value->is_string()) {
+      if (auto parsed = ParseIntegerQuantity(value->get<std::string>())) {
+        *out = *parsed;
+      } else {
+        Fail(key, "must be a whole non-negative quantity such as 64Mi or 10G, got " +
+                      Describe(*value));
+      }
+    } else {
+      Fail(key, "must be an integer or a quantity string such as 64Mi, got " + Describe(*value));
+    }
+  }
+  void Time(std::string_view key, std::optional<api::Time>* out) const {
+    std::string text;
+    String(key, &text);
+    if (text.empty()) {
+      return;
+    }
+    *out = ParseTime(text);
+    if (!out->has_value()) {
+      Fail(key, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z, got \"" + text + "\"");
+    }
+  }
+  // A nested object; a present non-object is an error and reads as empty.
+  Reader Object(std::string_view key) const {
+    const json* value = Find(key);
+    if (value != nullptr && !value->is_object()) {
+      Fail(key, "must be an object, got " + Describe(*value));
+      value = nullptr;
+    }
+    return Reader(value == nullptr ? Empty() : *value, Path(key), errors_);
+  }
+  void StringMap(std::string_view key, std::map<std::string, std::string>* out) const {
+    const json* value = Find(key);
+    if (value == nullptr) {
+      return;
+    }
+    if (!value->is_object()) {
+      Fail(key, "must be a map of strings, got " + Describe(*value));
+      return;
+    }
+    for (const auto& [name, entry] : value->items()) {
+      if (entry.is_string()) {
+        (*out)[name] = entry.get<std::string>();
+      } else {
+        errors_->push_back({Path(key) + "." + name, "must be a string, got " + Describe(entry)});
+      }
+    }
+  }
+  const json& raw() const { return object_; }
+  const std::string& path() const { return path_; }
+  FieldErrors* errors() const { return errors_; }
+
+ private:
+  static const json& Empty() {
+    static const json kEmpty = json::object();
+    return kEmpty;
+  }
+  const json& object_;
+  std::string path_;
+  FieldErrors* errors_;
+};
+
+Backend ParseBackend(const Reader& reader) {
+  std::string name = "auto";
+  reader.String("backend", &name);
+  if (name == "nccl") {
+    return Backend::kNccl;
+  }
+  if (name == "gloo") {
+    return Backend::kGloo;
+  }
+  if (name != "auto") {
+    reader.Fail("backend", "must be one of auto, nccl, gloo, got \"" + name + "\"");
+  }
+  return Backend::kAuto;
+}
+
+TrainingJobSpec ParseSpec(const Reader& spec) {
+  TrainingJobSpec out;
+  spec.Int("replicas", &out.replicas);
+  spec.Int("gpusPerReplica", &out.gpus_per_replica);
+  spec.OptionalInt("processesPerReplica", &out.processes_per_replica);
+  if (const json* tmpl = spec.Find("template")) {
+    if (tmpl->is_object()) {
+      out.template_ = *tmpl;
+    } else {
+      spec.Fail("template", "must be a PodTemplateSpec object, got " + Describe(*tmpl));
+    }
+  }
+  spec.Object("networking").Bool("hostNetwork", &out.host_network);
+
+  const Reader comm = spec.Object("communication");
+  out.communication.backend = ParseBackend(comm);
+  const Reader preflight = comm.Object("preflight");
+  PreflightSpec& pf = out.communication.preflight;
+  preflight.Bool("enabled", &pf.enabled);
+  preflight.Quantity("minBytes", &pf.min_bytes);
+  preflight.Quantity("maxBytes", &pf.max_bytes);
+  preflight.Int("stepFactor", &pf.step_factor);
+  preflight.Quantity("minBusBandwidth", &pf.min_bus_bandwidth);
+  preflight.Int("timeoutSeconds", &pf.timeout_seconds);
+  const Reader monitor = comm.Object("monitor");
+  MonitorSpec& mon = out.communication.monitor;
+  monitor.Bool("enabled", &mon.enabled);
+  monitor.Int("intervalSeconds", &mon.interval_seconds);
+  monitor.Quantity("messageBytes", &mon.message_bytes);
+
+  const Reader policy = spec.Object("runPolicy");
+  policy.Int("backoffLimit", &out.run_policy.backoff_limit);
+  policy.OptionalInt("activeDeadlineSeconds", &out.run_policy.active_deadline_seconds);
+  policy.OptionalInt("ttlSecondsAfterFinished", &out.run_policy.ttl_seconds_after_finished);
+  policy.Bool("suspend", &out.run_policy.suspend);
+  return out;
+}
+
+ObjectMeta ParseMeta(const Reader& meta) {
+  ObjectMeta out;
+  meta.String("name", &out.name);
+  meta.String("namespace", &out.namespace_);
+  meta.String("uid", &out.uid);
+  meta.String("resourceVersion", &out.resource_version);
+  meta.Int("generation", &out.generation);
+  meta.Time("creationTimestamp", &out.creation_timestamp);
+  meta.Time("deletionTimestamp", &out.deletion_timestamp);
+  meta.StringMap("labels", &out.labels);
+  meta.StringMap("annotations", &out.annotations);
+  return out;
+}
+
+// Sets or erases `key` so that an unset optional leaves no trace in the JSON.
+template <typename T>
+void SetOptional(json& object, const char* key, const std::optional<T>& value) {
+  if (value.has_value()) {
+    object[key] = *value;
+  } else {
+    object.erase(key);
+  }
+}
+
+json QuantityJson(const json& original, std::int64_t value) {
+  // Keep the user's spelling ("64Mi" vs 67108864) when it still means the same value.
+  if (original.is_string()) {
+    if (auto parsed = ParseIntegerQuantity(original.get<std::string>()); parsed == value) {
+      return original;
+    }
+  } else if (original.is_number_integer() && original.get<std::int64_t>() == value) {
+    return original;
+  }
+  return FormatQuantity(value);
+}
+
+json& ObjectAt(json& parent, const char* key) {
+  json& child = parent[key];
+  if (!child.is_object()) {
+    child = json::object();
+  }
+  return child;
+}
+
+json ConditionToJson(const Condition& condition) {
+  json out = {{"type", condition.type}, {"status", condition.status}};
+  if (!condition.reason.empty()) {
+    out["reason"] = condition.reason;
+  }
+  if (!condition.message.empty()) {
+    out["message"] = condition.message;
+  }
+  out["lastTransitionTime"] = FormatTime(condition.last_transition_time);
+  if (condition.observed_generation != 0) {
+    out["observedGeneration"] = condition.observed_generation;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::int64_t TrainingJobSpec::EffectiveProcessesPerReplica() const {
+  if (processes_per_replica.has_value()) {
+    return *processes_per_replica;
+  }
+  return gpus_per_replica > 0 ? gpus_per_replica : 1;
+}
+
+Backend TrainingJobSpec::EffectiveBackend() const {
+  if (communication.backend != Backend::kAuto) {
+    return communication.backend;
+  }
+  return gpus_per_replica > 0 ? Backend::kNccl : Backend::kGloo;
+}
+
+const Condition* TrainingJobStatus::FindCondition(std::string_view type) const {
+  for (const Condition& condition : conditions) {
+    if (condition.type == type) {
+      return &condition;
+    }
+  }
+  return nullptr;
+}
+
+bool TrainingJobStatus::IsTrue(std::string_view type) const {
+  const Condition* condition = FindCondition(type);
+  return condition != nullptr && condition->status == "True";
+}
+
+std::string_view BackendName(Backend backend) {
+  switch (backend) {
+    case Backend::kAuto: return "auto";
+    case Backend::kNccl: return "nccl";
+    case Backend::kGloo: return "gloo";
+  }
+  return "auto";
+}
+
+TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
+  TrainingJobStatus out;
+  const Reader reader(status, "status", errors);
+  reader.Int("observedGeneration", &out.observed_generation);
+  reader.String("state", &out.state);
+  if (const json* conditions = reader.Find("conditions"); conditions && conditions->is_array()) {
+    for (std::size_t i = 0; i < conditions->size(); ++i) {
+      const Reader item((*conditions)[i], "status.conditions[" + std::to_string(i) + "]", errors);
+      Condition condition;
+      item.String("type", &condition.type);
+      item.String("status", &condition.status);
+      item.String("reason", &condition.reason);
+      item.String("message", &condition.message);
+      std::optional<Time> when;
+      item.Time("lastTransitionTime", &when);
+      condition.last_transition_time = when.value_or(Time{});
+      item.Int("observedGeneration", &condition.observed_generation);
+      out.conditions.push_back(std::move(condition));
+    }
+  }
+  if (reader.Find("ports") != nullptr) {
+    const Reader ports = reader.Object("ports");
+    auto port = [&ports](std::string_view key) {
+      std::int64_t value = 0;
+      ports.Int(key, &value);
+      return static_cast<std::int32_t>(value);
+    };
+    out.ports = JobPorts{.master = port("master"),
+                         .rendezvous = port("rendezvous"),
+                         .metrics = port("metrics"),
+                         .spare = port("spare")};
+  }
+  reader.Bool("portsReleased", &out.ports_released);
+  reader.String("masterAddr", &out.master_addr);
+  const Reader replicas = reader.Object("replicas");
+  replicas.Int("active", &out.replicas.active);
+  replicas.Int("ready", &out.replicas.ready);
+  replicas.Int("succeeded", &out.replicas.succeeded);
+  replicas.Int("failed", &out.replicas.failed);
+  reader.Int("restarts", &out.restarts);
+  reader.Time("startTime", &out.start_time);
+  reader.Time("completionTime", &out.completion_time);
+  if (reader.Find("communication") != nullptr) {
+    const Reader comm = reader.Object("communication");
+    CommunicationStatus summary;
+    comm.String("backend", &summary.backend);
+    comm.String("lastAllReduceBusBandwidth", &summary.last_all_reduce_bus_bandwidth);
+    comm.Int("lastAllReduceBusBandwidthBytes", &summary.last_all_reduce_bus_bandwidth_bytes);
+    comm.Time("lastProbeTime", &summary.last_probe_time);
+    comm.String("preflight", &summary.preflight);
+    comm.String("slowestRank", &summary.slowest_rank);
+    out.communication = summary;
+  }
+  return out;
+}
+
+json StatusToJson(const TrainingJobStatus& status) {
+  json out = json::object();
+  out["observedGeneration"] = status.observed_generation;
+  if (!status.state.empty()) {
+    out["state"] = status.state;
+  }
+  if (!status.conditions.empty()) {
+    json conditions = json::array();
+    for (const Condition& condition : status.conditions) {
+      conditions.push_back(ConditionToJson(condition));
+    }
+    out["conditions"] = std::move(conditions);
+  }
+  if (status.ports.has_value()) {
+    out["ports"] = {{"master", status.ports->master},
+                    {"rendezvous", status.ports->rendezvous},
+                    {"metrics", status.ports->metrics},
+                    {"spare", status.ports->spare}};
+  }
+  if (status.ports_released) {
+    out["portsReleased"] = true;
+  }
+  if (!status.master_addr.empty()) {
+    out["masterAddr"] = status.master_addr;
+  }
+  out["replicas"] = {{"active", status.replicas.active},
+                     {"ready", status.replicas.ready},
+                     {"succeeded", status.replicas.succeeded},
+                     {"failed", status.replicas.failed}};
+  out["restarts"] = status.restarts;
+  if (status.start_time) {
+    out["startTime"] = FormatTime(*status.start_time);
+  }
+  if (status.completion_time) {
+    out["completionTime"] = FormatTime(*status.completion_time);
+  }
+  if (status.communication) {
+    const CommunicationStatus& comm = *status.communication;
+    json summary = json::object();
+    if (!comm.backend.empty()) {
+      summary["backend"] = comm.backend;
+    }
+    if (!comm.last_all_reduce_bus_bandwidth.empty()) {
+      summary["lastAllReduceBusBandwidth"] = comm.last_all_reduce_bus_bandwidth;
+      summary["lastAllReduceBusBandwidthBytes"] = comm.last_all_reduce_bus_bandwidth_bytes;
+    }
+    if (comm.last_probe_time) {
+      summary["lastProbeTime"] = FormatTime(*comm.last_probe_time);
+    }
+    if (!comm.preflight.empty()) {
+      summary["preflight"] = comm.preflight;
+    }
+    if (!comm.slowest_rank.empty()) {
+      summary["slowestRank"] = comm.slowest_rank;
+    }
+    out["communication"] = std::move(summary);
+  }
+  return out;
+}
+
+TrainingJob TrainingJob::FromJson(const json& object, FieldErrors* errors) {
+  TrainingJob job;
+  if (!object.is_object()) {
+    errors->push_back({"<root>", "a TrainingJob must be a JSON object, got " + Describe(object)});
+    return job;
+  }
+  job.raw = object;
+  const Reader root(object, "", errors);
+  std::string api_version;
+  std::string kind;
+  root.String("apiVersion", &api_version);
+  root.String("kind", &kind);
+  if (api_version != kApiVersion) {
+    errors->push_back({"apiVersion", "must be " + std::string(kApiVersion) + ", got \"" +
+                                         api_version + "\""});
+  }
+  if (kind != kKind) {
+    errors->push_back({"kind", "must be TrainingJob, got \"" + kind + "\""});
+  }
+  job.metadata = ParseMeta(root.Object("metadata"));
+  if (root.Find("spec") == nullptr) {
+    errors->push_back({"spec", "is required"});
+  }
+  job.spec = ParseSpec(root.Object("spec"));
+  if (const json* status = root.Find("status")) {
+    job.status = StatusFromJson(*status, errors);
+  }
+  return job;
+}
+
+json TrainingJob::ToJson() const {
+  json out = raw.is_object() ? raw : json::object();
+  out["apiVersion"] = kApiVersion;
+  out["kind"] = kKind;
+  json& meta = ObjectAt(out, "metadata");
+  meta["name"] = metadata.name;
+  if (!metadata.namespace_.empty()) {
+    meta["namespace"] = metadata.namespace_;
+  }
+
+  json& spec_json = ObjectAt(out, "spec");
+  spec_json["replicas"] = spec.replicas;
+  spec_json["gpusPerReplica"] = spec.gpus_per_replica;
+  SetOptional(spec_json, "processesPerReplica", spec.processes_per_replica);
+  spec_json["template"] = spec.template_.is_null() ? json::object() : spec.template_;
+  ObjectAt(spec_json, "networking")["hostNetwork"] = spec.host_network;
+
+  json& comm = ObjectAt(spec_json, "communication");
+  comm["backend"] = BackendName(spec.communication.backend);
+  json& preflight = ObjectAt(comm, "preflight");
+  const PreflightSpec& pf = spec.communication.preflight;
+  preflight["enabled"] = pf.enabled;
+  preflight["minBytes"] = QuantityJson(preflight.value("minBytes", json()), pf.min_bytes);
+  preflight["maxBytes"] = QuantityJson(preflight.value("maxBytes", json()), pf.max_bytes);
+  preflight["stepFactor"] = pf.step_factor;
+  preflight["minBusBandwidth"] =
+      QuantityJson(preflight.value("minBusBandwidth", json()), pf.min_bus_bandwidth);
+  preflight["timeoutSeconds"] = pf.timeout_seconds;
+  json& monitor = ObjectAt(comm, "monitor");
+  const MonitorSpec& mon = spec.communication.monitor;
+  monitor["enabled"] = mon.enabled;
+  monitor["intervalSeconds"] = mon.interval_seconds;
+  monitor["messageBytes"] = QuantityJson(monitor.value("messageBytes", json()), mon.message_bytes);
+
+  json& policy = ObjectAt(spec_json, "runPolicy");
+  policy["backoffLimit"] = spec.run_policy.backoff_limit;
+  SetOptional(policy, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
+  SetOptional(policy, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
+  policy["suspend"] = spec.run_policy.suspend;
+
+  if (out.contains("status") || status != TrainingJobStatus{}) {
+    out["status"] = StatusToJson(status);
+  }
+  return out;
+}
+
+std::string FormatTime(Time time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  std::array<char, 32> buffer{};
+  std::strftime(buffer.data(), buffer.size(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer.data();
+}
+
+std::optional<Time> ParseTime(std::string_view text) {
+  // Accepts "YYYY-MM-DDTHH:MM:SS" with optional fraction, then "Z" or "+HH:MM"/"-HH:MM".
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, consumed = 0;
+  const std::string copy(text);
+  if (std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
+                  &second, &consumed) != 6 || consumed != 19) {
+    return std::nullopt;
+  }
+  std::string_view rest = text.substr(19);
+  if (!rest.empty() && rest[0] == '.') {
+    std::size_t i = 1;
+    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
+      ++i;
+    }
+    rest.remove_prefix(i);
+  }
+  int offset_seconds = 0;
+  if (rest == "Z" || rest == "z") {
+    offset_seconds = 0;
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    const int hours = (rest[1] - '0') * 10 + (rest[2] - '0');
+    const int minutes = (rest[4] - '0') * 10 + (rest[5] - '0');
+    offset_seconds = (hours * 60 + minutes) * 60 * (rest[0] == '-' ? -1 : 1);
+  } else {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                                         std::chrono::day{static_cast<unsigned>(day)}};
+  if (!date.ok()) {
+    return std::nullopt;
+  }
+  const auto midnight = std::chrono::sys_days{date};
+  return Time{midnight} + std::chrono::hours{hour} + std::chrono::minutes{minute} +
+         std::chrono::seconds{second - offset_seconds};
+}
+
+}  // namespace ringleader::api

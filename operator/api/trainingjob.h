@@ -1,0 +1,165 @@
+// The TrainingJob custom resource (ringleader.dev/v1alpha1) as C++ types. Parsing keeps the
+// original JSON, and ToJson() writes the typed fields back over it, so fields this version does
+// not know (and the user's pod template) survive a round trip untouched.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/field_error.h"
+
+namespace ringleader::api {
+
+inline constexpr std::string_view kGroup = "ringleader.dev";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "ringleader.dev/v1alpha1";
+inline constexpr std::string_view kKind = "TrainingJob";
+inline constexpr std::string_view kPlural = "trainingjobs";
+
+using Time = std::chrono::system_clock::time_point;
+
+enum class Backend { kAuto, kNccl, kGloo };
+
+// Defaults here match the CRD's schema defaults; a test keeps the two equal.
+struct PreflightSpec {
+  bool enabled = true;
+  std::int64_t min_bytes = 1 << 20;          // quantity, bytes
+  std::int64_t max_bytes = 64 << 20;         // quantity, bytes
+  std::int64_t step_factor = 2;
+  std::int64_t min_bus_bandwidth = 0;        // quantity, bytes per second; 0 = no floor
+  std::int64_t timeout_seconds = 300;
+};
+
+struct MonitorSpec {
+  bool enabled = true;
+  std::int64_t interval_seconds = 60;
+  std::int64_t message_bytes = 16 << 20;     // quantity, bytes
+};
+
+struct CommunicationSpec {
+  Backend backend = Backend::kAuto;
+  PreflightSpec preflight;
+  MonitorSpec monitor;
+};
+
+struct RunPolicy {
+  std::int64_t backoff_limit = 3;
+  std::optional<std::int64_t> active_deadline_seconds;
+  std::optional<std::int64_t> ttl_seconds_after_finished;
+  bool suspend = false;
+};
+
+struct TrainingJobSpec {
+  std::int64_t replicas = 1;
+  std::int64_t gpus_per_replica = 0;
+  // Unset means max(1, gpusPerReplica): one process per GPU.
+  std::optional<std::int64_t> processes_per_replica;
+  nlohmann::json template_;  // a PodTemplateSpec, kept as JSON
+  bool host_network = false;
+  CommunicationSpec communication;
+  RunPolicy run_policy;
+
+  std::int64_t EffectiveProcessesPerReplica() const;
+  // kAuto resolves to NCCL when the job has GPUs, Gloo otherwise.
+  Backend EffectiveBackend() const;
+};
+
+struct Condition {
+  std::string type;
+  std::string status;  // "True", "False" or "Unknown"
+  std::string reason;
+  std::string message;
+  Time last_transition_time{};
+  std::int64_t observed_generation = 0;
+  bool operator==(const Condition&) const = default;
+};
+
+// The job's port block by role, as written to status before any Pod exists.
+struct JobPorts {
+  std::int32_t master = 0;
+  std::int32_t rendezvous = 0;
+  std::int32_t metrics = 0;
+  std::int32_t spare = 0;
+  bool operator==(const JobPorts&) const = default;
+};
+
+struct ReplicaCounts {
+  std::int64_t active = 0;
+  std::int64_t ready = 0;
+  std::int64_t succeeded = 0;
+  std::int64_t failed = 0;
+  bool operator==(const ReplicaCounts&) const = default;
+};
+
+// What the rank-0 sidecar last reported, copied into status by the operator.
+struct CommunicationStatus {
+  std::string backend;                 // "nccl" or "gloo", as resolved
+  std::string last_all_reduce_bus_bandwidth;  // human form, e.g. "11.8 GB/s"
+  std::int64_t last_all_reduce_bus_bandwidth_bytes = 0;  // bytes per second, for machines
+  std::optional<Time> last_probe_time;
+  std::string preflight;               // "", "Passed" or "Failed"
+  std::string slowest_rank;            // e.g. "3", empty when unknown
+  bool operator==(const CommunicationStatus&) const = default;
+};
+
+struct TrainingJobStatus {
+  std::int64_t observed_generation = 0;
+  std::string state;  // Pending, Created, Running, Restarting, Succeeded, Failed, Suspended
+  std::vector<Condition> conditions;
+  std::optional<JobPorts> ports;
+  bool ports_released = false;  // set once a finished job's Pods are gone and its ports are free
+  std::string master_addr;
+  ReplicaCounts replicas;
+  std::int64_t restarts = 0;
+  std::optional<Time> start_time;
+  std::optional<Time> completion_time;
+  std::optional<CommunicationStatus> communication;
+
+  const Condition* FindCondition(std::string_view type) const;
+  bool IsTrue(std::string_view type) const;
+  bool operator==(const TrainingJobStatus&) const = default;
+};
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  std::string resource_version;
+  std::int64_t generation = 0;
+  std::optional<Time> creation_timestamp;
+  std::optional<Time> deletion_timestamp;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+};
+
+struct TrainingJob {
+  ObjectMeta metadata;
+  TrainingJobSpec spec;
+  TrainingJobStatus status;
+  nlohmann::json raw = nlohmann::json::object();  // the object as parsed, unknown fields included
+
+  // Parses a TrainingJob, filling defaults for absent fields. Type errors (a string where an
+  // integer belongs) are returned with their field path; semantic checks live in Validate().
+  static TrainingJob FromJson(const nlohmann::json& object, FieldErrors* errors);
+  // raw with the typed fields written over it.
+  nlohmann::json ToJson() const;
+  // "namespace/name", the work-queue key.
+  std::string Key() const { return metadata.namespace_ + "/" + metadata.name; }
+};
+
+nlohmann::json StatusToJson(const TrainingJobStatus& status);
+TrainingJobStatus StatusFromJson(const nlohmann::json& status, FieldErrors* errors);
+
+std::string_view BackendName(Backend backend);
+
+// RFC 3339 with second precision, as the Kubernetes API writes timestamps.
+std::string FormatTime(Time time);
+std::optional<Time> ParseTime(std::string_view text);
+
+}  // namespace ringleader::api

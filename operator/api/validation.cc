@@ -1,0 +1,262 @@
+// TrainingJob validation: the CRD's schema bounds and CEL rules, plus what only the operator
+// knows (its port range, the env names it reserves, the Pod fields it owns).
+#include "operator/api/validation.h"
+
+#include <algorithm>
+#include <string>
+
+#include "operator/api/quantity.h"
+#include "sidecar/contract/contract.h"
+
+namespace ringleader::api {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMaxReplicas = 16384;
+constexpr std::int64_t kMaxPreflightBytes = std::int64_t{16} << 30;
+constexpr std::int64_t kMaxMonitorBytes = std::int64_t{1} << 30;
+constexpr std::int64_t kMinMessageBytes = 4;  // one float32 element
+
+// Volumes the operator adds to every Pod.
+constexpr std::string_view kTokenVolume = "ringleader-token";
+constexpr std::string_view kRunVolume = "ringleader-run";
+
+class Checker {
+ public:
+  explicit Checker(FieldErrors* errors) : errors_(errors) {}
+
+  void Range(const std::string& path, std::int64_t value, std::int64_t low, std::int64_t high) {
+    if (value < low) {
+      Add(path, "must be at least " + std::to_string(low) + ", got " + std::to_string(value));
+    } else if (value > high) {
+      Add(path, "must be at most " + std::to_string(high) + ", got " + std::to_string(value));
+    }
+  }
+  void Add(std::string path, std::string message) {
+    errors_->push_back({std::move(path), std::move(message)});
+  }
+
+ private:
+  FieldErrors* errors_;
+};
+
+bool IsDnsLabel(std::string_view name) {
+  if (name.empty() || name.size() > 63 || !(name.front() >= 'a' && name.front() <= 'z')) {
+    return false;
+  }
+  if (name.back() == '-') {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+bool IsReservedEnv(std::string_view name) {
+  const auto& reserved = contract::env::kReservedTrainerEnv;
+  return std::find(reserved.begin(), reserved.end(), name) != reserved.end() ||
+         name.starts_with(contract::env::kReservedPrefix);
+}
+
+std::string Quoted(const json& value) {
+  return value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
+}
+
+void CheckMetadata(const TrainingJob& job, Checker& check) {
+  const std::string& name = job.metadata.name;
+  if (name.empty()) {
+    check.Add("metadata.name", "is required");
+    return;
+  }
+  // Pods are named <name>-<rank> and use that as their DNS hostname, a 63-character label.
+  const std::size_t suffix = std::to_string(std::max<std::int64_t>(job.spec.replicas - 1, 0)).size() + 1;
+  if (!IsDnsLabel(name)) {
+    check.Add("metadata.name",
+              "must be a DNS label (lowercase letters, digits and '-', starting with a letter), "
+              "got \"" + name + "\"");
+  } else if (name.size() + suffix > 63) {
+    check.Add("metadata.name", "must be at most " + std::to_string(63 - suffix) +
+                                   " characters so Pod hostnames <name>-<rank> fit in 63, got " +
+                                   std::to_string(name.size()));
+  }
+}
+
+void CheckPort(const std::string& path, const json& value, const ValidationOptions& options,
+               Checker& check) {
+  if (!value.is_number_integer()) {
+    check.Add(path, "must be an integer, got " + Quoted(value));
+    return;
+  }
+  const std::int64_t port = value.get<std::int64_t>();
+  if (port < 1 || port > 65535) {
+    check.Add(path, "must be between 1 and 65535, got " + std::to_string(port));
+  } else if (port >= options.port_range_first && port <= options.port_range_last) {
+    check.Add(path, "lies in ringleader's port range " + std::to_string(options.port_range_first) +
+                        "-" + std::to_string(options.port_range_last) +
+                        ", where it could collide with another job's ports; got " +
+                        std::to_string(port));
+  }
+}
+
+void CheckContainer(const json& container, const std::string& path,
+                    const ValidationOptions& options, Checker& check) {
+  if (!container.is_object()) {
+    check.Add(path, "must be a container object, got " + Quoted(container));
+    return;
+  }
+  const json name = container.value("name", json());
+  if (!name.is_string() || name.get<std::string>().empty()) {
+    check.Add(path + ".name", "is required");
+  } else if (name.get<std::string>() == contract::kSidecarContainerName) {
+    check.Add(path + ".name", "\"" + std::string(contract::kSidecarContainerName) +
+                                  "\" is the name of the container ringleader injects");
+  }
+  const json image = container.value("image", json());
+  if (!image.is_string() || image.get<std::string>().empty()) {
+    check.Add(path + ".image", "is required");
+  }
+  if (const json env = container.value("env", json()); !env.is_null()) {
+    if (!env.is_array()) {
+      check.Add(path + ".env", "must be a list, got " + Quoted(env));
+    } else {
+      for (std::size_t i = 0; i < env.size(); ++i) {
+        const std::string entry = path + ".env[" + std::to_string(i) + "]";
+        const json var_name = env[i].is_object() ? env[i].value("name", json()) : json();
+        if (!var_name.is_string()) {
+          check.Add(entry + ".name", "is required");
+        } else if (IsReservedEnv(var_name.get<std::string>())) {
+          check.Add(entry + ".name", var_name.get<std::string>() +
+                                         " is set by ringleader for every trainer; remove it "
+                                         "(ringleader never silently overrides user env)");
+        }
+      }
+    }
+  }
+  if (const json ports = container.value("ports", json()); !ports.is_null()) {
+    if (!ports.is_array()) {
+      check.Add(path + ".ports", "must be a list, got " + Quoted(ports));
+      return;
+    }
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      const std::string entry = path + ".ports[" + std::to_string(i) + "]";
+      if (!ports[i].is_object()) {
+        check.Add(entry, "must be a port object, got " + Quoted(ports[i]));
+        continue;
+      }
+      CheckPort(entry + ".containerPort", ports[i].value("containerPort", json()), options, check);
+      if (ports[i].contains("hostPort")) {
+        CheckPort(entry + ".hostPort", ports[i]["hostPort"], options, check);
+      }
+    }
+  }
+}
+
+void CheckTemplate(const TrainingJob& job, const ValidationOptions& options, Checker& check) {
+  const json& tmpl = job.spec.template_;
+  if (!tmpl.is_object() || tmpl.empty()) {
+    check.Add("spec.template", "is required: a PodTemplateSpec with at least one trainer container");
+    return;
+  }
+  const json pod = tmpl.value("spec", json());
+  if (!pod.is_object()) {
+    check.Add("spec.template.spec", "is required: a Pod spec with at least one trainer container");
+    return;
+  }
+  const json containers = pod.value("containers", json());
+  if (!containers.is_array() || containers.empty()) {
+    check.Add("spec.template.spec.containers", "must name at least one trainer container");
+  } else {
+    for (std::size_t i = 0; i < containers.size(); ++i) {
+      CheckContainer(containers[i], "spec.template.spec.containers[" + std::to_string(i) + "]",
+                     options, check);
+    }
+  }
+  if (const json restart = pod.value("restartPolicy", json());
+      !restart.is_null() && restart != "Never") {
+    check.Add("spec.template.spec.restartPolicy",
+              "must be Never or unset, because ringleader restarts the whole gang (see "
+              "spec.runPolicy.backoffLimit); got " + Quoted(restart));
+  }
+  for (const char* owned : {"hostname", "subdomain"}) {
+    if (pod.contains(owned)) {
+      check.Add(std::string("spec.template.spec.") + owned,
+                "is set by ringleader so each rank has a DNS name; remove it");
+    }
+  }
+  if (pod.contains("hostNetwork")) {
+    check.Add("spec.template.spec.hostNetwork",
+              "use spec.networking.hostNetwork, so ringleader declares the job's host ports");
+  }
+  if (const json volumes = pod.value("volumes", json()); volumes.is_array()) {
+    for (std::size_t i = 0; i < volumes.size(); ++i) {
+      const json name = volumes[i].is_object() ? volumes[i].value("name", json()) : json();
+      if (name == kTokenVolume || name == kRunVolume) {
+        check.Add("spec.template.spec.volumes[" + std::to_string(i) + "].name",
+                  name.get<std::string>() + " is the name of a volume ringleader injects");
+      }
+    }
+  }
+}
+
+void CheckCommunication(const TrainingJobSpec& spec, Checker& check) {
+  const CommunicationSpec& comm = spec.communication;
+  if (comm.backend == Backend::kNccl && spec.gpus_per_replica == 0) {
+    check.Add("spec.communication.backend", "nccl needs spec.gpusPerReplica of at least 1");
+  }
+  const PreflightSpec& pf = comm.preflight;
+  const std::string pre = "spec.communication.preflight.";
+  check.Range(pre + "minBytes", pf.min_bytes, kMinMessageBytes, kMaxPreflightBytes);
+  check.Range(pre + "maxBytes", pf.max_bytes, kMinMessageBytes, kMaxPreflightBytes);
+  if (pf.min_bytes > pf.max_bytes) {
+    check.Add(pre + "maxBytes", "must be at least minBytes (" + FormatQuantity(pf.min_bytes) +
+                                    "), got " + FormatQuantity(pf.max_bytes));
+  }
+  check.Range(pre + "stepFactor", pf.step_factor, 2, 1024);
+  check.Range(pre + "timeoutSeconds", pf.timeout_seconds, 1, 86400);
+  const MonitorSpec& mon = comm.monitor;
+  const std::string monitor = "spec.communication.monitor.";
+  check.Range(monitor + "intervalSeconds", mon.interval_seconds, 5, 86400);
+  check.Range(monitor + "messageBytes", mon.message_bytes, kMinMessageBytes, kMaxMonitorBytes);
+}
+
+void CheckRunPolicy(const RunPolicy& policy, Checker& check) {
+  check.Range("spec.runPolicy.backoffLimit", policy.backoff_limit, 0, 1000);
+  if (policy.active_deadline_seconds) {
+    check.Range("spec.runPolicy.activeDeadlineSeconds", *policy.active_deadline_seconds, 1,
+                std::int64_t{1} << 40);
+  }
+  if (policy.ttl_seconds_after_finished) {
+    check.Range("spec.runPolicy.ttlSecondsAfterFinished", *policy.ttl_seconds_after_finished, 0,
+                std::int64_t{1} << 31);
+  }
+}
+
+}  // namespace
+
+FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
+  FieldErrors errors;
+  Checker check(&errors);
+  CheckMetadata(job, check);
+  const TrainingJobSpec& spec = job.spec;
+  check.Range("spec.replicas", spec.replicas, 1, kMaxReplicas);
+  check.Range("spec.gpusPerReplica", spec.gpus_per_replica, 0, 64);
+  if (spec.processes_per_replica) {
+    check.Range("spec.processesPerReplica", *spec.processes_per_replica, 1, 256);
+  }
+  CheckTemplate(job, options, check);
+  CheckCommunication(spec, check);
+  CheckRunPolicy(spec.run_policy, check);
+  return errors;
+}
+
+FieldErrors ParseAndValidate(const nlohmann::json& object, const ValidationOptions& options,
+                             TrainingJob* job) {
+  FieldErrors errors;
+  *job = TrainingJob::FromJson(object, &errors);
+  FieldErrors semantic = Validate(*job, options);
+  errors.insert(errors.end(), semantic.begin(), semantic.end());
+  return errors;
+}
+
+}  // namespace ringleader::api

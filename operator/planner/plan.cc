@@ -1,0 +1,498 @@
+// MakePlan: validate, then walk the job's life (ports, children, gang restarts, suspend, deadline,
+// completion, TTL) deciding actions from what is observed now, never from what happened before.
+#include "operator/planner/plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "operator/planner/children_builder.h"
+#include "operator/planner/pod_builder.h"
+#include "operator/planner/status_builder.h"
+#include "sidecar/contract/contract.h"
+
+namespace ringleader::planner {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// What the planner needs to know about one owned Pod.
+struct PodView {
+  std::string name;
+  std::string uid;
+  std::int64_t rank = -1;     // -1: missing or malformed label
+  std::int64_t attempt = -1;  // -1: missing or malformed label
+  std::string phase;
+  bool deleting = false;
+  bool ready = false;
+  bool sidecar_started = false;
+  std::string failure;  // why it failed, naming the container, when it did
+
+  bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
+};
+
+std::int64_t ParseIndex(const json& labels, std::string_view key) {
+  const json value = labels.value(std::string(key), json());
+  if (!value.is_string()) {
+    return -1;
+  }
+  const std::string text = value.get<std::string>();
+  if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), ::isdigit)) {
+    return -1;
+  }
+  return std::stoll(text);
+}
+
+std::string Terminated(const json& status) {
+  const json terminated = status.value("/state/terminated"_json_pointer, json());
+  const json last = status.value("/lastState/terminated"_json_pointer, json());
+  const json& t = terminated.is_object() ? terminated : last;
+  if (!t.is_object() || t.value("exitCode", 0) == 0) {
+    return "";
+  }
+  std::string text = "container " + status.value("name", std::string("?")) + " exited with code " +
+                     std::to_string(t.value("exitCode", 0));
+  if (const std::string reason = t.value("reason", std::string()); !reason.empty()) {
+    text += " (" + reason + ")";
+  }
+  if (std::string message = t.value("message", std::string()); !message.empty()) {
+    if (message.size() > 200) {
+      message = message.substr(0, 200) + "...";
+    }
+    text += ": " + message;
+  }
+  return text;
+}
+
+PodView ViewPod(const json& pod) {
+  PodView view;
+  const json meta = pod.value("metadata", json::object());
+  view.name = meta.value("name", std::string());
+  view.uid = meta.value("uid", std::string());
+  const json labels = meta.value("labels", json::object());
+  if (labels.is_object()) {
+    view.rank = ParseIndex(labels, kRankLabel);
+    view.attempt = ParseIndex(labels, kAttemptLabel);
+  }
+  view.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
+  const json status = pod.value("status", json::object());
+  if (!status.is_object()) {
+    return view;
+  }
+  view.phase = status.value("phase", std::string("Pending"));
+  for (const json& condition : status.value("conditions", json::array())) {
+    if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True") {
+      view.ready = true;
+    }
+  }
+  for (const json& init : status.value("initContainerStatuses", json::array())) {
+    if (init.value("name", "") != contract::kSidecarContainerName) {
+      continue;
+    }
+    view.sidecar_started = init.value("started", false);
+    // A sidecar that exits non-zero before its startup probe ever passed failed the preflight
+    // (rendezvous timeout, bandwidth under the floor, a broken peer); the kubelet would only
+    // restart it, so the operator treats it as the Pod failing.
+    if (!view.sidecar_started && view.failure.empty()) {
+      if (std::string why = Terminated(init); !why.empty()) {
+        view.failure = "preflight failed: " + why;
+      }
+    }
+  }
+  if (view.phase == "Failed" && view.failure.empty()) {
+    for (const json& container : status.value("containerStatuses", json::array())) {
+      if (std::string why = Terminated(container); !why.empty()) {
+        view.failure = why;
+        break;
+      }
+    }
+    if (view.failure.empty()) {
+      view.failure = "pod failed";
+      if (const std::string reason = status.value("reason", std::string()); !reason.empty()) {
+        view.failure += " (" + reason + ")";
+      }
+    }
+  }
+  return view;
+}
+
+bool HasFailed(const PodView& pod) { return pod.phase == "Failed" || !pod.failure.empty(); }
+
+std::string DescribeFailures(const std::vector<const PodView*>& failed) {
+  std::string text;
+  for (const PodView* pod : failed) {
+    if (!text.empty()) {
+      text += "; ";
+    }
+    text += "rank " + std::to_string(pod->rank) + " (pod " + pod->name + ") " + pod->failure;
+  }
+  return text;
+}
+
+std::string DescribePorts(const api::JobPorts& ports) {
+  return "master=" + std::to_string(ports.master) + " rendezvous=" + std::to_string(ports.rendezvous) +
+         " metrics=" + std::to_string(ports.metrics) + " spare=" + std::to_string(ports.spare);
+}
+
+api::JobPorts ToJobPorts(const ports::PortBlock& block) {
+  using contract::PortRole;
+  return {.master = block.Port(PortRole::kMaster),
+          .rendezvous = block.Port(PortRole::kRendezvous),
+          .metrics = block.Port(PortRole::kMetrics),
+          .spare = block.Port(PortRole::kSpare)};
+}
+
+// Builds a plan step by step; the status it edits is written once at the end if it changed.
+class Planner {
+ public:
+  Planner(const Observed& observed, const PlannerConfig& config)
+      : observed_(observed),
+        config_(config),
+        job_(observed.job),
+        // Status times have second precision; planning at it keeps re-plans byte-identical.
+        now_(std::chrono::floor<seconds>(observed.now)),
+        next_(job_.status) {
+    for (const json& pod : observed.pods) {
+      if (IsControlledBy(pod, job_)) {
+        pods_.push_back(ViewPod(pod));
+      }
+    }
+  }
+
+  Plan Run() {
+    if (job_.metadata.deletion_timestamp.has_value()) {
+      return std::move(plan_);  // garbage collection removes the children
+    }
+    next_.observed_generation = job_.metadata.generation;
+    if (const api::FieldErrors errors = api::Validate(job_, config_.validation); !errors.empty()) {
+      Condition(kFailed, true, "InvalidSpec", api::JoinErrors(errors), "Warning");
+      return Finish();
+    }
+    if (const api::Condition* failed = next_.FindCondition(kFailed);
+        failed != nullptr && failed->reason == "InvalidSpec") {
+      RemoveCondition(next_, kFailed);  // the spec was fixed
+    }
+    if (next_.IsTrue(kSucceeded) || next_.IsTrue(kFailed)) {
+      FinishedJob();
+      return Finish();
+    }
+    if (job_.spec.run_policy.suspend) {
+      SuspendedJob();
+      return Finish();
+    }
+    if (next_.IsTrue(kSuspended)) {
+      Condition(kSuspended, false, "Resumed", "the job was resumed", "Normal");
+    }
+    if (!next_.ports.has_value()) {
+      AssignPorts();
+      return Finish();
+    }
+    ActiveJob();
+    return Finish();
+  }
+
+ private:
+  // Sets a condition and records an Event when its status changes to what it announces.
+  void Condition(std::string_view type, bool value, std::string_view reason, const std::string& message,
+                 std::string_view event_type) {
+    const bool changed = SetCondition(next_, type, value, reason, message, now_,
+                                      job_.metadata.generation);
+    if (changed && (value || type == kSuspended)) {
+      Event(event_type, reason, message);
+    }
+  }
+  void Event(std::string_view type, std::string_view reason, const std::string& message) {
+    plan_.actions.push_back(RecordEvent{std::string(type), std::string(reason), message});
+  }
+  void Requeue(seconds after) {
+    after = std::max(after, seconds(1));
+    if (!plan_.requeue_after || after < *plan_.requeue_after) {
+      plan_.requeue_after = after;
+    }
+  }
+  void DeletePod(const PodView& pod) {
+    if (!pod.deleting) {
+      plan_.actions.push_back(DeleteObject{"Pod", pod.name, pod.uid});
+    }
+  }
+  std::vector<const PodView*> Current() const {
+    std::vector<const PodView*> out;
+    for (const PodView& pod : pods_) {
+      if (pod.attempt == next_.restarts && pod.rank >= 0 && pod.rank < job_.spec.replicas) {
+        out.push_back(&pod);
+      }
+    }
+    return out;
+  }
+  void CountReplicas() {
+    api::ReplicaCounts counts;
+    for (const PodView* pod : Current()) {
+      counts.active += pod->Finished() ? 0 : 1;
+      counts.ready += pod->ready ? 1 : 0;
+      counts.succeeded += pod->phase == "Succeeded" ? 1 : 0;
+      counts.failed += HasFailed(*pod) ? 1 : 0;
+    }
+    next_.replicas = counts;
+  }
+
+  void FinishedJob() {
+    bool pods_hold_ports = false;
+    for (const PodView& pod : pods_) {
+      if (!pod.Finished()) {
+        DeletePod(pod);
+        pods_hold_ports = true;
+      }
+    }
+    CountReplicas();
+    if (!pods_hold_ports && next_.ports.has_value() && !next_.ports_released) {
+      next_.ports_released = true;
+      plan_.release_ports = true;
+    }
+    const auto& ttl = job_.spec.run_policy.ttl_seconds_after_finished;
+    if (ttl.has_value() && next_.completion_time.has_value()) {
+      const api::Time expiry = *next_.completion_time + seconds(*ttl);
+      if (now_ >= expiry) {
+        plan_.actions.push_back(DeleteJob{});
+      } else {
+        Requeue(std::chrono::duration_cast<seconds>(expiry - now_));
+      }
+    }
+  }
+
+  void SuspendedJob() {
+    for (const PodView& pod : pods_) {
+      DeletePod(pod);
+    }
+    Condition(kSuspended, true, "Suspended", "the job is suspended (spec.runPolicy.suspend)", "Normal");
+    if (next_.IsTrue(kRunning)) {
+      SetCondition(next_, kRunning, false, "Suspended", "the job is suspended", now_,
+                   job_.metadata.generation);
+    }
+    // The deadline counts from the run's start; a resumed job starts a new run, as batch Jobs do.
+    next_.start_time.reset();
+    CountReplicas();
+  }
+
+  void AssignPorts() {
+    const ports::PortLedger& ledger = *observed_.ledger;
+    std::optional<ports::PortBlock> block = ledger.Find(job_.metadata.uid);
+    if (!block) {
+      block = ledger.Peek();
+    }
+    if (!block) {
+      const api::Condition* before = job_.status.FindCondition(kCreated);
+      const bool announced = before != nullptr && before->reason == "PortsExhausted";
+      const std::string message =
+          "no free block of " + std::to_string(contract::kPortsPerJob) + " ports in " +
+          ledger.range().ToString() + ": all " + std::to_string(ledger.capacity()) +
+          " blocks are held by live jobs; retrying when one is released";
+      SetCondition(next_, kCreated, false, "PortsExhausted", message, now_, job_.metadata.generation);
+      if (!announced) {
+        Event("Warning", "PortsExhausted", message);
+      }
+      Requeue(config_.exhausted_retry);
+      return;
+    }
+    next_.ports = ToJobPorts(*block);
+    next_.master_addr = MasterAddr(job_, config_);
+    plan_.reserve_ports = *block;
+    SetCondition(next_, kCreated, false, "PortsAssigned", "ports " + DescribePorts(*next_.ports),
+                 now_, job_.metadata.generation);
+    Event("Normal", "PortsAssigned", "ports " + DescribePorts(*next_.ports));
+  }
+
+  void EnsureServiceAndSecret() {
+    if (!observed_.secret.has_value()) {
+      plan_.actions.push_back(CreateObject{BuildSecret(job_, observed_.fresh_token)});
+    }
+    if (!observed_.service.has_value()) {
+      plan_.actions.push_back(CreateObject{BuildService(job_, *next_.ports)});
+    }
+  }
+
+  void ActiveJob() {
+    EnsureServiceAndSecret();
+    // Pods from earlier attempts, for ranks the job no longer has, or without our labels go.
+    std::map<std::string, const PodView*> by_name;
+    for (const PodView& pod : pods_) {
+      by_name[pod.name] = &pod;
+      if (pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
+          pod.name != PodName(job_, pod.rank)) {
+        DeletePod(pod);
+      }
+    }
+    std::vector<const PodView*> failed;
+    for (const PodView* pod : Current()) {
+      if (HasFailed(*pod)) {
+        failed.push_back(pod);
+      }
+    }
+    if (!failed.empty()) {
+      GangRestartOrFail(failed);
+      CountReplicas();
+      return;
+    }
+    if (DeadlinePassed()) {
+      return;
+    }
+    CreateMissingPods(by_name);
+    CountReplicas();
+    UpdateProgress();
+  }
+
+  void CreateMissingPods(const std::map<std::string, const PodView*>& by_name) {
+    std::int64_t created = 0;
+    bool waiting_for_old = false;
+    for (std::int64_t rank = 0; rank < job_.spec.replicas; ++rank) {
+      const std::string name = PodName(job_, rank);
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        plan_.actions.push_back(CreateObject{BuildPod(job_, rank, next_.restarts, *next_.ports, config_)});
+        ++created;
+      } else if (it->second->attempt != next_.restarts) {
+        waiting_for_old = true;  // the name frees up once the old Pod is gone
+      }
+    }
+    if (created > 0) {
+      if (!next_.start_time) {
+        next_.start_time = now_;
+      }
+      Event("Normal", "PodsCreated",
+            "created " + std::to_string(created) + " of " + std::to_string(job_.spec.replicas) +
+                " pods (attempt " + std::to_string(next_.restarts) + ")");
+    }
+    // Every rank now has a Pod of this attempt (existing or just created).
+    if (!waiting_for_old && !next_.IsTrue(kCreated)) {
+      SetCondition(next_, kCreated, true, "PodsCreated",
+                   "service, secret and " + std::to_string(job_.spec.replicas) + " pods created",
+                   now_, job_.metadata.generation);
+    }
+  }
+
+  void GangRestartOrFail(const std::vector<const PodView*>& failed) {
+    const std::string what = DescribeFailures(failed);
+    const bool preflight = std::any_of(failed.begin(), failed.end(), [](const PodView* pod) {
+      return pod->failure.starts_with("preflight failed");
+    });
+    if (preflight) {
+      Condition(kPreflightPassed, false, "PreflightFailed", what, "Warning");
+      Event("Warning", "PreflightFailed", what);
+    }
+    const std::int64_t limit = job_.spec.run_policy.backoff_limit;
+    if (next_.restarts >= limit) {
+      Fail("BackoffLimitExceeded", what + "; " + std::to_string(next_.restarts) + " of " +
+                                       std::to_string(limit) + " restarts used");
+      return;
+    }
+    next_.restarts += 1;
+    for (const PodView& pod : pods_) {
+      DeletePod(pod);
+    }
+    Condition(kRestarting, true, "PodFailed",
+              what + "; restarting all " + std::to_string(job_.spec.replicas) + " pods (restart " +
+                  std::to_string(next_.restarts) + " of " + std::to_string(limit) + ")",
+              "Warning");
+    if (next_.IsTrue(kRunning)) {
+      SetCondition(next_, kRunning, false, "Restarting", "the gang is restarting", now_,
+                   job_.metadata.generation);
+    }
+    if (!preflight && next_.FindCondition(kPreflightPassed) != nullptr) {
+      SetCondition(next_, kPreflightPassed, false, "Restarting",
+                   "the new attempt has not passed its preflight yet", now_,
+                   job_.metadata.generation);
+    }
+  }
+
+  void Fail(std::string_view reason, const std::string& message) {
+    for (const PodView& pod : pods_) {
+      if (!pod.Finished()) {
+        DeletePod(pod);
+      }
+    }
+    Condition(kFailed, true, reason, message, "Warning");
+    if (next_.IsTrue(kRunning)) {
+      SetCondition(next_, kRunning, false, reason, "the job failed", now_,
+                   job_.metadata.generation);
+    }
+    next_.completion_time = now_;
+  }
+
+  bool DeadlinePassed() {
+    const auto& deadline = job_.spec.run_policy.active_deadline_seconds;
+    if (!deadline || !next_.start_time) {
+      return false;
+    }
+    const api::Time expiry = *next_.start_time + seconds(*deadline);
+    if (now_ < expiry) {
+      Requeue(std::chrono::duration_cast<seconds>(expiry - now_));
+      return false;
+    }
+    Fail("DeadlineExceeded", "the job ran longer than spec.runPolicy.activeDeadlineSeconds (" +
+                                 std::to_string(*deadline) + " s)");
+    CountReplicas();
+    return true;
+  }
+
+  void UpdateProgress() {
+    const std::vector<const PodView*> current = Current();
+    const auto replicas = static_cast<std::size_t>(job_.spec.replicas);
+    const bool complete_gang = current.size() == replicas;
+    const auto all = [&current](auto predicate) {
+      return std::all_of(current.begin(), current.end(), predicate);
+    };
+    if (complete_gang && all([](const PodView* pod) { return pod->sidecar_started || pod->phase == "Succeeded"; })) {
+      if (!next_.IsTrue(kPreflightPassed)) {
+        Condition(kPreflightPassed, true, "PreflightPassed",
+                  "every rank's sidecar passed the preflight", "Normal");
+      }
+    }
+    if (complete_gang && all([](const PodView* pod) { return pod->phase == "Succeeded"; })) {
+      SetCondition(next_, kRunning, false, "AllPodsSucceeded", "every pod finished", now_,
+                   job_.metadata.generation);
+      if (next_.IsTrue(kRestarting)) {
+        SetCondition(next_, kRestarting, false, "AllPodsSucceeded", "every pod finished",
+                     now_, job_.metadata.generation);
+      }
+      Condition(kSucceeded, true, "AllPodsSucceeded",
+                "all " + std::to_string(job_.spec.replicas) + " pods succeeded", "Normal");
+      next_.completion_time = now_;
+      return;
+    }
+    if (complete_gang && all([](const PodView* pod) { return pod->phase == "Running"; })) {
+      Condition(kRunning, true, "AllPodsRunning",
+                "all " + std::to_string(job_.spec.replicas) + " pods are running", "Normal");
+      if (next_.IsTrue(kRestarting)) {
+        SetCondition(next_, kRestarting, false, "AllPodsRunning", "the restarted gang is running",
+                     now_, job_.metadata.generation);
+      }
+    }
+  }
+
+  Plan Finish() {
+    if (observed_.summary.has_value()) {
+      next_.communication = observed_.summary;
+    }
+    next_.state = DeriveState(next_);
+    if (next_ != job_.status) {
+      // The status write goes first so ports are recorded before anything uses them.
+      plan_.actions.insert(plan_.actions.begin(), UpdateStatus{api::StatusToJson(next_)});
+    }
+    return std::move(plan_);
+  }
+
+  const Observed& observed_;
+  const PlannerConfig& config_;
+  const api::TrainingJob& job_;
+  const api::Time now_;
+  api::TrainingJobStatus next_;
+  std::vector<PodView> pods_;
+  Plan plan_;
+};
+
+}  // namespace
+
+Plan MakePlan(const Observed& observed, const PlannerConfig& config) {
+  return Planner(observed, config).Run();
+}
+
+}  // namespace ringleader::planner

@@ -1,0 +1,102 @@
+// The operator's brain: a pure function from what is observed about one TrainingJob (the job,
+// the Pods, Service and Secret it owns, the port ledger) to the actions that move the cluster
+// toward what the job asks for. No I/O, no clock, no randomness: everything comes in Observed.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/trainingjob.h"
+#include "operator/api/validation.h"
+#include "operator/ports/port_ledger.h"
+
+namespace ringleader::planner {
+
+// Operator-wide settings the plan depends on.
+struct PlannerConfig {
+  std::string sidecar_image = "ringleader/sidecar:0.1.0";
+  std::string cluster_domain = "cluster.local";
+  api::ValidationOptions validation;
+  // How long to wait before trying again when every port block is taken.
+  std::chrono::seconds exhausted_retry{30};
+};
+
+struct Observed {
+  api::TrainingJob job;
+  // Pods whose controller owner reference is this job; others are ignored even if labelled.
+  std::vector<nlohmann::json> pods;
+  std::optional<nlohmann::json> service;
+  std::optional<nlohmann::json> secret;
+  const ports::PortLedger* ledger = nullptr;
+  // Random job token, used only if the Secret has to be created.
+  std::string fresh_token;
+  // The rank-0 sidecar's last communication summary, when the operator could read one.
+  std::optional<api::CommunicationStatus> summary;
+  api::Time now;
+};
+
+struct CreateObject {
+  nlohmann::json object;
+  bool operator==(const CreateObject&) const = default;
+};
+struct DeleteObject {
+  std::string kind;  // "Pod", "Service" or "Secret"
+  std::string name;
+  std::string uid;   // a precondition, so a newer object of the same name is never deleted
+  bool operator==(const DeleteObject&) const = default;
+};
+// Replaces .status through the /status subresource (optimistic concurrency on the job's RV).
+struct UpdateStatus {
+  nlohmann::json status;
+  bool operator==(const UpdateStatus&) const = default;
+};
+struct RecordEvent {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+  bool operator==(const RecordEvent&) const = default;
+};
+// ttlSecondsAfterFinished passed: delete the job; garbage collection takes its children.
+struct DeleteJob {
+  bool operator==(const DeleteJob&) const = default;
+};
+
+using Action = std::variant<CreateObject, DeleteObject, UpdateStatus, RecordEvent, DeleteJob>;
+
+struct Plan {
+  // In order; the applier stops at the first failure and the job is planned again.
+  std::vector<Action> actions;
+  std::optional<std::chrono::seconds> requeue_after;
+  // The block the status update assigns; the runtime reserves it in the ledger before writing.
+  std::optional<ports::PortBlock> reserve_ports;
+  // The job finished and its Pods are gone: the runtime frees its block.
+  bool release_ports = false;
+
+  bool empty() const { return actions.empty(); }
+};
+
+Plan MakePlan(const Observed& observed, const PlannerConfig& config);
+
+// Labels on everything the operator creates for a job.
+inline constexpr std::string_view kJobNameLabel = "ringleader.dev/job-name";
+inline constexpr std::string_view kJobUidLabel = "ringleader.dev/job-uid";
+inline constexpr std::string_view kRankLabel = "ringleader.dev/rank";
+inline constexpr std::string_view kAttemptLabel = "ringleader.dev/attempt";
+inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
+inline constexpr std::string_view kManagedByValue = "ringleader";
+
+// Condition types.
+inline constexpr std::string_view kCreated = "Created";
+inline constexpr std::string_view kRunning = "Running";
+inline constexpr std::string_view kRestarting = "Restarting";
+inline constexpr std::string_view kSucceeded = "Succeeded";
+inline constexpr std::string_view kFailed = "Failed";
+inline constexpr std::string_view kSuspended = "Suspended";
+inline constexpr std::string_view kPreflightPassed = "PreflightPassed";
+
+}  // namespace ringleader::planner

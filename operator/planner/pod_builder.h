@@ -1,0 +1,20 @@
+// Builds one rank's Pod from the user's template: the env contract in every trainer container,
+// the ringleader sidecar as a native sidecar whose startup probe gates the trainers until the
+// preflight passes, DNS identity, volumes, ports (and host ports with hostNetwork) and GPUs.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/api/trainingjob.h"
+#include "operator/planner/plan.h"
+
+namespace ringleader::planner {
+
+std::string PodName(const api::TrainingJob& job, std::int64_t rank);
+
+nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
+                        const api::JobPorts& ports, const PlannerConfig& config);
+
+}  // namespace ringleader::planner

@@ -1,0 +1,117 @@
+// The public contract between the ringleader operator and its sidecar: environment variable
+// names, port roles, endpoints and file paths. Owned by the sidecar; the operator includes it to
+// inject Pods, so a rename here changes both sides at once.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+namespace ringleader::contract {
+
+// The roles of the ports in a job's block, in block order: port(role) = block base + index.
+enum class PortRole : std::uint8_t { kMaster = 0, kRendezvous = 1, kMetrics = 2, kSpare = 3 };
+inline constexpr std::size_t kPortsPerJob = 4;
+inline constexpr std::array<PortRole, kPortsPerJob> kPortRoles = {
+    PortRole::kMaster, PortRole::kRendezvous, PortRole::kMetrics, PortRole::kSpare};
+
+// The key in TrainingJob.status.ports and the Service port name for each role.
+constexpr std::string_view PortRoleName(PortRole role) {
+  switch (role) {
+    case PortRole::kMaster: return "master";
+    case PortRole::kRendezvous: return "rendezvous";
+    case PortRole::kMetrics: return "metrics";
+    case PortRole::kSpare: return "spare";
+  }
+  return "unknown";
+}
+
+// Container port names are limited to 15 characters by Kubernetes.
+constexpr std::string_view PortName(PortRole role) {
+  switch (role) {
+    case PortRole::kMaster: return "rl-master";
+    case PortRole::kRendezvous: return "rl-rendezvous";
+    case PortRole::kMetrics: return "rl-metrics";
+    case PortRole::kSpare: return "rl-spare";
+  }
+  return "rl-unknown";
+}
+
+// Environment every trainer container receives: the torch.distributed env:// contract, torchrun's
+// PET_* equivalents (DeepSpeed's launcher reads the same values) and ringleader's own extras.
+namespace env {
+inline constexpr std::string_view kMasterAddr = "MASTER_ADDR";
+inline constexpr std::string_view kMasterPort = "MASTER_PORT";
+inline constexpr std::string_view kRank = "RANK";
+inline constexpr std::string_view kWorldSize = "WORLD_SIZE";
+inline constexpr std::string_view kLocalWorldSize = "LOCAL_WORLD_SIZE";
+inline constexpr std::string_view kNodeRank = "NODE_RANK";
+inline constexpr std::string_view kPetNnodes = "PET_NNODES";
+inline constexpr std::string_view kPetNodeRank = "PET_NODE_RANK";
+inline constexpr std::string_view kPetNprocPerNode = "PET_NPROC_PER_NODE";
+inline constexpr std::string_view kPetMasterAddr = "PET_MASTER_ADDR";
+inline constexpr std::string_view kPetMasterPort = "PET_MASTER_PORT";
+inline constexpr std::string_view kSparePort = "RINGLEADER_SPARE_PORT";
+inline constexpr std::string_view kContractFile = "RINGLEADER_CONTRACT_FILE";
+
+// Environment the sidecar reads (it never talks to the Kubernetes API).
+inline constexpr std::string_view kJobName = "RINGLEADER_JOB_NAME";
+inline constexpr std::string_view kJobNamespace = "RINGLEADER_JOB_NAMESPACE";
+inline constexpr std::string_view kJobUid = "RINGLEADER_JOB_UID";
+inline constexpr std::string_view kSidecarRank = "RINGLEADER_RANK";
+inline constexpr std::string_view kReplicas = "RINGLEADER_REPLICAS";
+inline constexpr std::string_view kGpusPerReplica = "RINGLEADER_GPUS_PER_REPLICA";
+inline constexpr std::string_view kRendezvousAddr = "RINGLEADER_RENDEZVOUS_ADDR";
+inline constexpr std::string_view kRendezvousPort = "RINGLEADER_RENDEZVOUS_PORT";
+inline constexpr std::string_view kMetricsPort = "RINGLEADER_METRICS_PORT";
+inline constexpr std::string_view kBackend = "RINGLEADER_BACKEND";
+inline constexpr std::string_view kPreflightEnabled = "RINGLEADER_PREFLIGHT_ENABLED";
+inline constexpr std::string_view kPreflightMinBytes = "RINGLEADER_PREFLIGHT_MIN_BYTES";
+inline constexpr std::string_view kPreflightMaxBytes = "RINGLEADER_PREFLIGHT_MAX_BYTES";
+inline constexpr std::string_view kPreflightStepFactor = "RINGLEADER_PREFLIGHT_STEP_FACTOR";
+inline constexpr std::string_view kPreflightMinBusBandwidth = "RINGLEADER_PREFLIGHT_MIN_BUS_BANDWIDTH";
+inline constexpr std::string_view kPreflightTimeoutSeconds = "RINGLEADER_PREFLIGHT_TIMEOUT_SECONDS";
+inline constexpr std::string_view kMonitorEnabled = "RINGLEADER_MONITOR_ENABLED";
+inline constexpr std::string_view kMonitorIntervalSeconds = "RINGLEADER_MONITOR_INTERVAL_SECONDS";
+inline constexpr std::string_view kMonitorMessageBytes = "RINGLEADER_MONITOR_MESSAGE_BYTES";
+inline constexpr std::string_view kTokenFile = "RINGLEADER_TOKEN_FILE";
+inline constexpr std::string_view kRunDir = "RINGLEADER_RUN_DIR";
+inline constexpr std::string_view kPodName = "RINGLEADER_POD_NAME";
+inline constexpr std::string_view kPodIp = "RINGLEADER_POD_IP";
+inline constexpr std::string_view kNodeName = "RINGLEADER_NODE_NAME";
+
+// Names a user may not set in a trainer container: ringleader sets them and would otherwise be
+// silently overridden (or silently override the user).
+inline constexpr std::array<std::string_view, 13> kReservedTrainerEnv = {
+    kMasterAddr, kMasterPort, kRank, kWorldSize, kLocalWorldSize, kNodeRank, kPetNnodes,
+    kPetNodeRank, kPetNprocPerNode, kPetMasterAddr, kPetMasterPort, kSparePort, kContractFile};
+
+// Any RINGLEADER_* name is reserved as well.
+inline constexpr std::string_view kReservedPrefix = "RINGLEADER_";
+}  // namespace env
+
+// Sidecar HTTP endpoints, all served on the metrics port.
+namespace endpoint {
+inline constexpr std::string_view kMetrics = "/metrics";
+inline constexpr std::string_view kHealthz = "/healthz";
+// 200 once the preflight passed (or is disabled): the Pod's startup probe, which holds the
+// trainer containers back until the fabric is proven.
+inline constexpr std::string_view kReadyz = "/readyz";
+// JSON communication summary that the operator reads from rank 0.
+inline constexpr std::string_view kSummary = "/summary";
+}  // namespace endpoint
+
+// Files shared between the operator-injected volumes, the sidecar and the trainer.
+namespace path {
+inline constexpr std::string_view kTokenDir = "/var/run/ringleader/token";
+inline constexpr std::string_view kTokenFile = "/var/run/ringleader/token/token";
+inline constexpr std::string_view kRunDir = "/var/run/ringleader/run";
+// Written by the sidecar after rendezvous: rank 0's IP, ports, ranks, world size.
+inline constexpr std::string_view kContractFile = "/var/run/ringleader/run/contract.json";
+}  // namespace path
+
+// Key of the job token inside the job's Secret.
+inline constexpr std::string_view kTokenSecretKey = "token";
+inline constexpr std::string_view kSidecarContainerName = "ringleader-sidecar";
+
+}  // namespace ringleader::contract
