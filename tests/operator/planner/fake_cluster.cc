@@ -1,0 +1,199 @@
+// FakeCluster: applies plans to in-memory objects for planner tests.
+#include "tests/operator/planner/fake_cluster.h"
+
+#include <functional>
+#include <stdexcept>
+
+namespace ringleader::planner::testing {
+
+using nlohmann::json;
+
+FakeCluster::FakeCluster(json job, ports::PortRange range) : job_(std::move(job)), ledger_(range) {
+  config_.validation.port_range_first = range.first;
+  config_.validation.port_range_last = range.last;
+  job_["metadata"]["uid"] = "job-uid-1";
+  job_["metadata"]["generation"] = 1;
+  if (!job_["metadata"].contains("namespace")) {
+    job_["metadata"]["namespace"] = "default";
+  }
+}
+
+api::TrainingJob FakeCluster::Job() const {
+  api::FieldErrors errors;
+  api::TrainingJob job = api::TrainingJob::FromJson(job_, &errors);
+  if (!errors.empty()) {
+    throw std::runtime_error("FakeCluster job does not parse: " + api::JoinErrors(errors));
+  }
+  return job;
+}
+
+Plan FakeCluster::PlanNow(api::Time now) const {
+  Observed observed;
+  observed.job = Job();
+  for (const auto& [name, pod] : pods_) {
+    observed.pods.push_back(pod);
+  }
+  observed.service = service_;
+  observed.secret = secret_;
+  observed.ledger = &ledger_;
+  observed.fresh_token = "token-" + std::to_string(next_uid_);
+  observed.summary = summary_;
+  observed.now = now;
+  return MakePlan(observed, config_);
+}
+
+Plan FakeCluster::Reconcile(api::Time now) {
+  Plan plan = PlanNow(now);
+  Apply(plan);
+  return plan;
+}
+
+int FakeCluster::ReconcileUntilStable(api::Time now, int rounds) {
+  for (int round = 1; round <= rounds; ++round) {
+    if (Reconcile(now).empty()) {
+      return round;
+    }
+  }
+  throw std::runtime_error("planner did not settle within " + std::to_string(rounds) + " rounds");
+}
+
+void FakeCluster::Apply(const Plan& plan) {
+  if (plan.reserve_ports && !ledger_.Reserve(job_["metadata"]["uid"], *plan.reserve_ports)) {
+    throw std::runtime_error("planner proposed a port block another job holds");
+  }
+  if (plan.release_ports) {
+    ledger_.Release(job_["metadata"]["uid"]);
+  }
+  for (const Action& action : plan.actions) {
+    if (const auto* status = std::get_if<UpdateStatus>(&action)) {
+      job_["status"] = status->status;
+    } else if (const auto* create = std::get_if<CreateObject>(&action)) {
+      json object = create->object;
+      object["metadata"]["uid"] = "uid-" + std::to_string(next_uid_++);
+      const std::string kind = object["kind"];
+      const std::string name = object["metadata"]["name"];
+      if (kind == "Pod") {
+        if (pods_.contains(name)) {
+          throw std::runtime_error("AlreadyExists: pod " + name);
+        }
+        object["status"] = {{"phase", "Pending"}};
+        pods_[name] = object;
+      } else if (kind == "Service") {
+        service_ = object;
+      } else if (kind == "Secret") {
+        secret_ = object;
+      }
+    } else if (const auto* del = std::get_if<DeleteObject>(&action)) {
+      if (del->kind == "Pod") {
+        auto it = pods_.find(del->name);
+        if (it == pods_.end() || it->second["metadata"]["uid"] != del->uid) {
+          throw std::runtime_error("delete precondition failed for pod " + del->name);
+        }
+        if (graceful_) {
+          it->second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+        } else {
+          pods_.erase(it);
+        }
+      }
+    } else if (const auto* event = std::get_if<RecordEvent>(&action)) {
+      events_.push_back(*event);
+    } else if (std::holds_alternative<DeleteJob>(action)) {
+      job_deleted_ = true;
+    }
+  }
+}
+
+void FakeCluster::SetPhase(const std::string& pod, const std::string& phase) {
+  pods_.at(pod)["status"]["phase"] = phase;
+}
+
+void FakeCluster::SetAllPhases(const std::string& phase) {
+  for (auto& [name, pod] : pods_) {
+    pod["status"]["phase"] = phase;
+  }
+}
+
+void FakeCluster::SetSidecarStarted(const std::string& pod, bool started) {
+  pods_.at(pod)["status"]["initContainerStatuses"] =
+      json::array({{{"name", "ringleader-sidecar"}, {"started", started}, {"ready", started}}});
+}
+
+void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std::string& reason) {
+  json& status = pods_.at(pod)["status"];
+  status["phase"] = "Failed";
+  status["containerStatuses"] = json::array(
+      {{{"name", "trainer"},
+        {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", reason}}}}}}});
+}
+
+void FakeCluster::FailSidecar(const std::string& pod, int exit_code, const std::string& message) {
+  pods_.at(pod)["status"]["initContainerStatuses"] = json::array(
+      {{{"name", "ringleader-sidecar"},
+        {"started", false},
+        {"restartCount", 1},
+        {"lastState",
+         {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}}});
+}
+
+void FakeCluster::AddForeignPod(const std::string& name) {
+  pods_[name] = {{"apiVersion", "v1"},
+                 {"kind", "Pod"},
+                 {"metadata",
+                  {{"name", name},
+                   {"uid", "foreign-" + name},
+                   {"labels", {{"ringleader.dev/job-name", "demo"}, {"ringleader.dev/rank", "0"},
+                               {"ringleader.dev/attempt", "0"}}}}},
+                 {"status", {{"phase", "Failed"}}}};
+}
+
+void FakeCluster::FinishDeletions() {
+  std::erase_if(pods_, [](const auto& entry) {
+    return entry.second["metadata"].contains("deletionTimestamp");
+  });
+}
+
+void FakeCluster::EditSpec(const std::function<void(json& spec)>& edit) {
+  edit(job_["spec"]);
+  job_["metadata"]["generation"] = job_["metadata"]["generation"].get<int>() + 1;
+}
+
+json MinimalJob(const std::string& name, int replicas) {
+  return {{"apiVersion", "ringleader.dev/v1alpha1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"template",
+             {{"spec",
+               {{"containers",
+                 json::array({{{"name", "trainer"}, {"image", "example/trainer:1"}}})}}}}}}}};
+}
+
+api::Time At(int seconds) {
+  // 2026-01-01T00:00:00Z plus `seconds`.
+  return api::Time{std::chrono::seconds{1767225600 + seconds}};
+}
+
+std::string EnvValue(const json& container, const std::string& name) {
+  for (const json& entry : container.value("env", json::array())) {
+    if (entry.value("name", "") == name) {
+      return entry.value("value", "");
+    }
+  }
+  return "<unset>";
+}
+
+const json* FindCondition(const json& job, const std::string& type) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) {
+    return nullptr;
+  }
+  const json& conditions = job["status"]["conditions"];
+  for (const json& condition : conditions) {
+    if (condition["type"] == type) {
+      return &condition;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace ringleader::planner::testing

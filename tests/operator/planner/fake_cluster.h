@@ -1,0 +1,76 @@
+// A tiny in-memory cluster for planner tests: it applies a Plan's actions the way the operator's
+// applier would (status replaced, children created with uids, deletions) and lets a test drive
+// Pod phases as a kubelet would. No HTTP, no threads.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "operator/planner/plan.h"
+
+namespace ringleader::planner::testing {
+
+class FakeCluster {
+ public:
+  explicit FakeCluster(nlohmann::json job, ports::PortRange range = {61000, 65535});
+
+  // Plans once at `now` and applies the actions; returns the plan.
+  Plan Reconcile(api::Time now);
+  // Reconciles until a plan has no actions (at most `rounds` times); returns the rounds used.
+  int ReconcileUntilStable(api::Time now, int rounds = 10);
+  // The plan the operator would make now, without applying it.
+  Plan PlanNow(api::Time now) const;
+
+  api::TrainingJob Job() const;
+  nlohmann::json& job_json() { return job_; }
+  const std::map<std::string, nlohmann::json>& pods() const { return pods_; }
+  nlohmann::json& pod(const std::string& name) { return pods_.at(name); }
+  bool has_service() const { return service_.has_value(); }
+  bool has_secret() const { return secret_.has_value(); }
+  const nlohmann::json& service() const { return *service_; }
+  const nlohmann::json& secret() const { return *secret_; }
+  const std::vector<RecordEvent>& events() const { return events_; }
+  bool job_deleted() const { return job_deleted_; }
+  ports::PortLedger& ledger() { return ledger_; }
+  void set_summary(api::CommunicationStatus summary) { summary_ = std::move(summary); }
+
+  // Kubelet-like drivers.
+  void SetPhase(const std::string& pod, const std::string& phase);
+  void SetAllPhases(const std::string& phase);
+  void SetSidecarStarted(const std::string& pod, bool started);
+  void FailContainer(const std::string& pod, int exit_code, const std::string& reason);
+  void FailSidecar(const std::string& pod, int exit_code, const std::string& message);
+  // A Pod the job does not own, carrying the job's labels.
+  void AddForeignPod(const std::string& name);
+  // Pods being deleted keep existing until this is called (graceful termination).
+  void set_graceful_deletion(bool graceful) { graceful_ = graceful; }
+  void FinishDeletions();
+  // Spec edits bump metadata.generation like the API server.
+  void EditSpec(const std::function<void(nlohmann::json& spec)>& edit);
+
+ private:
+  void Apply(const Plan& plan);
+
+  nlohmann::json job_;
+  std::map<std::string, nlohmann::json> pods_;
+  std::optional<nlohmann::json> service_;
+  std::optional<nlohmann::json> secret_;
+  std::vector<RecordEvent> events_;
+  ports::PortLedger ledger_;
+  PlannerConfig config_;
+  std::optional<api::CommunicationStatus> summary_;
+  int next_uid_ = 1;
+  bool graceful_ = false;
+  bool job_deleted_ = false;
+};
+
+nlohmann::json MinimalJob(const std::string& name = "demo", int replicas = 4);
+api::Time At(int seconds_after_epoch_base);
+std::string EnvValue(const nlohmann::json& container, const std::string& name);
+const nlohmann::json* FindCondition(const nlohmann::json& job, const std::string& type);
+
+}  // namespace ringleader::planner::testing

@@ -1,0 +1,520 @@
+// Table-style tests of the pure planner: the objects a job gets, idempotence, gang restarts,
+// backoff, suspend and resume, deadline, TTL, hostNetwork ports, invalid specs, port exhaustion.
+#include "operator/planner/plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/operator/planner/fake_cluster.h"
+
+namespace ringleader::planner {
+namespace {
+
+using nlohmann::json;
+using testing::At;
+using testing::EnvValue;
+using testing::FakeCluster;
+using testing::FindCondition;
+using testing::MinimalJob;
+using ::testing::HasSubstr;
+
+template <typename T>
+int Count(const Plan& plan) {
+  int n = 0;
+  for (const Action& action : plan.actions) {
+    n += std::holds_alternative<T>(action) ? 1 : 0;
+  }
+  return n;
+}
+
+int CountCreated(const Plan& plan, const std::string& kind) {
+  int n = 0;
+  for (const Action& action : plan.actions) {
+    if (const auto* create = std::get_if<CreateObject>(&action)) {
+      n += create->object["kind"] == kind ? 1 : 0;
+    }
+  }
+  return n;
+}
+
+bool HasEvent(const FakeCluster& cluster, const std::string& reason) {
+  for (const RecordEvent& event : cluster.events()) {
+    if (event.reason == reason) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const json& Sidecar(const json& pod) { return pod["spec"]["initContainers"][0]; }
+const json& Trainer(const json& pod) { return pod["spec"]["containers"][0]; }
+
+// Brings a new job to all Pods created and running with passed preflights.
+void StartRunning(FakeCluster& cluster, api::Time now) {
+  cluster.ReconcileUntilStable(now);
+  for (const auto& [name, pod] : cluster.pods()) {
+    cluster.SetSidecarStarted(name, true);
+  }
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(now);
+}
+
+TEST(PlanTest, NewJobGetsPortsInStatusBeforeAnyPodExists) {
+  FakeCluster cluster(MinimalJob());
+  const Plan first = cluster.Reconcile(At(0));
+  EXPECT_EQ(Count<CreateObject>(first), 0);
+  ASSERT_EQ(Count<UpdateStatus>(first), 1);
+  ASSERT_TRUE(first.reserve_ports.has_value());
+  EXPECT_EQ(first.reserve_ports->base, 61000);
+  const json& status = cluster.job_json()["status"];
+  EXPECT_EQ(status["ports"], json({{"master", 61000}, {"rendezvous", 61001}, {"metrics", 61002}, {"spare", 61003}}));
+  EXPECT_EQ(status["masterAddr"], "demo-0.demo.default.svc.cluster.local");
+  EXPECT_TRUE(HasEvent(cluster, "PortsAssigned"));
+  EXPECT_TRUE(cluster.pods().empty());
+}
+
+TEST(PlanTest, NewJobYieldsExactlyASecretAServiceAndOnePodPerRank) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  cluster.Reconcile(At(0));
+  const Plan second = cluster.Reconcile(At(1));
+  EXPECT_EQ(CountCreated(second, "Secret"), 1);
+  EXPECT_EQ(CountCreated(second, "Service"), 1);
+  EXPECT_EQ(CountCreated(second, "Pod"), 4);
+  EXPECT_EQ(Count<DeleteObject>(second), 0);
+  std::vector<std::string> names;
+  for (const auto& [name, pod] : cluster.pods()) {
+    names.push_back(name);
+  }
+  EXPECT_THAT(names, ::testing::ElementsAre("demo-0", "demo-1", "demo-2", "demo-3"));
+  const json* created = FindCondition(cluster.job_json(), "Created");
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ((*created)["status"], "True");
+  EXPECT_EQ(cluster.job_json()["status"]["startTime"], "2026-01-01T00:00:01Z");
+}
+
+TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  cluster.ReconcileUntilStable(At(0));
+  const json& pod = cluster.pods().at("demo-2");
+  EXPECT_EQ(pod["spec"]["hostname"], "demo-2");
+  EXPECT_EQ(pod["spec"]["subdomain"], "demo");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/rank"], "2");
+  EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "0");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "job-uid-1");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["controller"], true);
+
+  const json& trainer = Trainer(pod);
+  const std::map<std::string, std::string> expected = {
+      {"MASTER_ADDR", "demo-0.demo.default.svc.cluster.local"},
+      {"MASTER_PORT", "61000"},
+      {"RANK", "2"},
+      {"WORLD_SIZE", "4"},
+      {"LOCAL_WORLD_SIZE", "1"},
+      {"NODE_RANK", "2"},
+      {"PET_NNODES", "4"},
+      {"PET_NODE_RANK", "2"},
+      {"PET_NPROC_PER_NODE", "1"},
+      {"PET_MASTER_ADDR", "demo-0.demo.default.svc.cluster.local"},
+      {"PET_MASTER_PORT", "61000"},
+      {"RINGLEADER_SPARE_PORT", "61003"},
+      {"RINGLEADER_CONTRACT_FILE", "/var/run/ringleader/run/contract.json"},
+  };
+  for (const auto& [name, value] : expected) {
+    EXPECT_EQ(EnvValue(trainer, name), value) << name;
+  }
+  EXPECT_EQ(trainer["env"].size(), expected.size());
+
+  const json& sidecar = Sidecar(pod);
+  EXPECT_EQ(sidecar["name"], "ringleader-sidecar");
+  EXPECT_EQ(sidecar["restartPolicy"], "Always");
+  EXPECT_EQ(sidecar["startupProbe"]["httpGet"]["path"], "/readyz");
+  EXPECT_EQ(sidecar["startupProbe"]["httpGet"]["port"], 61002);
+  // Default preflight timeout 300 s + 30 s margin, probed every 2 s.
+  EXPECT_EQ(sidecar["startupProbe"]["failureThreshold"], 165);
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RANK"), "2");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), "61001");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_BACKEND"), "gloo");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_PREFLIGHT_MAX_BYTES"), "67108864");
+  EXPECT_FALSE(pod["spec"].contains("hostNetwork"));
+  EXPECT_FALSE(sidecar["ports"][0].contains("hostPort"));
+
+  const json& service = cluster.service();
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(service["spec"]["ports"].size(), 4u);
+  EXPECT_EQ(cluster.secret()["data"]["token"], "dG9rZW4tMQ==");  // base64("token-1")
+}
+
+TEST(PlanTest, UserEnvComesAfterTheContractAndTemplateFieldsSurvive) {
+  json job = MinimalJob("demo", 2);
+  json& container = job["spec"]["template"]["spec"]["containers"][0];
+  container["env"] = json::array({{{"name", "NCCL_DEBUG"}, {"value", "INFO"}}});
+  job["spec"]["template"]["spec"]["tolerations"] = json::array({{{"key", "gpu"}, {"operator", "Exists"}}});
+  job["spec"]["template"]["metadata"] = {{"labels", {{"team", "a"}}}, {"annotations", {{"note", "x"}}}};
+  FakeCluster cluster(job);
+  cluster.ReconcileUntilStable(At(0));
+  const json& pod = cluster.pods().at("demo-1");
+  EXPECT_EQ(Trainer(pod)["env"].back()["name"], "NCCL_DEBUG");
+  EXPECT_EQ(pod["spec"]["tolerations"][0]["key"], "gpu");
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(pod["metadata"]["annotations"]["note"], "x");
+}
+
+TEST(PlanTest, ReplanningAfterApplyingYieldsNoActions) {
+  struct Case {
+    std::string name;
+    std::function<void(FakeCluster&)> drive;
+  };
+  const std::vector<Case> cases = {
+      {"fresh", [](FakeCluster&) {}},
+      {"running", [](FakeCluster& c) { StartRunning(c, At(5)); }},
+      {"restarted",
+       [](FakeCluster& c) {
+         StartRunning(c, At(5));
+         c.FailContainer("demo-1", 1, "Error");
+         c.ReconcileUntilStable(At(6));
+       }},
+      {"suspended",
+       [](FakeCluster& c) {
+         StartRunning(c, At(5));
+         c.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
+       }},
+      {"succeeded",
+       [](FakeCluster& c) {
+         StartRunning(c, At(5));
+         c.SetAllPhases("Succeeded");
+       }},
+  };
+  for (const Case& test : cases) {
+    SCOPED_TRACE(test.name);
+    FakeCluster cluster(MinimalJob());
+    cluster.ReconcileUntilStable(At(0));
+    test.drive(cluster);
+    cluster.ReconcileUntilStable(At(10));
+    const Plan again = cluster.PlanNow(At(10));
+    EXPECT_TRUE(again.empty()) << again.actions.size() << " actions on re-plan";
+    EXPECT_FALSE(again.reserve_ports.has_value());
+  }
+}
+
+TEST(PlanTest, AllPodsRunningThenSucceededMovesConditions) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["state"], "Running");
+  EXPECT_EQ((*FindCondition(job, "PreflightPassed"))["status"], "True");
+  EXPECT_EQ(job["status"]["replicas"]["active"], 2);
+  cluster.SetAllPhases("Succeeded");
+  cluster.ReconcileUntilStable(At(30));
+  EXPECT_EQ(job["status"]["state"], "Succeeded");
+  EXPECT_EQ((*FindCondition(job, "Running"))["status"], "False");
+  EXPECT_EQ(job["status"]["completionTime"], "2026-01-01T00:00:30Z");
+  EXPECT_EQ(job["status"]["portsReleased"], true);
+  EXPECT_FALSE(cluster.ledger().Find("job-uid-1").has_value());
+  EXPECT_TRUE(HasEvent(cluster, "AllPodsSucceeded"));
+}
+
+TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  StartRunning(cluster, At(0));
+  cluster.FailContainer("demo-2", 137, "OOMKilled");
+  const Plan plan = cluster.Reconcile(At(20));
+  EXPECT_EQ(Count<DeleteObject>(plan), 4);
+  EXPECT_EQ(Count<CreateObject>(plan), 0);
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["restarts"], 1);
+  EXPECT_EQ(job["status"]["state"], "Restarting");
+  const json* restarting = FindCondition(job, "Restarting");
+  ASSERT_NE(restarting, nullptr);
+  EXPECT_THAT((*restarting)["message"].get<std::string>(),
+              HasSubstr("rank 2 (pod demo-2) container trainer exited with code 137 (OOMKilled)"));
+  EXPECT_THAT((*restarting)["message"].get<std::string>(), HasSubstr("restart 1 of 3"));
+  // The new gang comes up as attempt 1 with the same ports.
+  cluster.ReconcileUntilStable(At(21));
+  ASSERT_EQ(cluster.pods().size(), 4u);
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
+    EXPECT_EQ(EnvValue(Trainer(pod), "MASTER_PORT"), "61000");
+  }
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(22));
+  EXPECT_EQ(job["status"]["state"], "Running");
+  EXPECT_EQ((*FindCondition(job, "Restarting"))["status"], "False");
+}
+
+TEST(PlanTest, RestartWaitsForOldPodsToTerminateBeforeReusingTheirNames) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  cluster.set_graceful_deletion(true);
+  StartRunning(cluster, At(0));
+  cluster.FailContainer("demo-0", 1, "Error");
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(cluster.pods().size(), 2u);  // still terminating, nothing new created
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << name;
+  }
+  cluster.FinishDeletions();
+  cluster.ReconcileUntilStable(At(2));
+  ASSERT_EQ(cluster.pods().size(), 2u);
+  EXPECT_EQ(cluster.pods().at("demo-0")["metadata"]["labels"]["ringleader.dev/attempt"], "1");
+}
+
+TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
+  json spec_job = MinimalJob("demo", 3);
+  spec_job["spec"]["runPolicy"] = {{"backoffLimit", 1}};
+  FakeCluster cluster(spec_job);
+  StartRunning(cluster, At(0));
+  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(cluster.job_json()["status"]["restarts"], 1);
+  cluster.SetAllPhases("Running");
+  cluster.FailContainer("demo-0", 2, "Error");
+  cluster.ReconcileUntilStable(At(2));
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["state"], "Failed");
+  const json* failed = FindCondition(job, "Failed");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ((*failed)["reason"], "BackoffLimitExceeded");
+  EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("rank 0 (pod demo-0)"));
+  EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("1 of 1 restarts used"));
+  EXPECT_EQ(job["status"]["restarts"], 1);
+  // Running Pods were deleted; the failed one stays for its logs.
+  ASSERT_EQ(cluster.pods().size(), 1u);
+  EXPECT_EQ(cluster.pods().begin()->first, "demo-0");
+  EXPECT_EQ(job["status"]["portsReleased"], true);
+}
+
+TEST(PlanTest, BackoffLimitZeroFailsOnTheFirstFailure) {
+  json spec_job = MinimalJob("demo", 2);
+  spec_job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
+  FakeCluster cluster(spec_job);
+  StartRunning(cluster, At(0));
+  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(cluster.job_json()["status"]["state"], "Failed");
+  EXPECT_EQ(cluster.job_json()["status"]["restarts"], 0);
+}
+
+TEST(PlanTest, PreflightFailureNamesTheRankAndRestartsTheGang) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  cluster.ReconcileUntilStable(At(0));
+  cluster.FailSidecar("demo-3", 3, "rank 3 cannot reach rank 0 at demo-0.demo:61001");
+  cluster.Reconcile(At(5));
+  const json& job = cluster.job_json();
+  const json* preflight = FindCondition(job, "PreflightPassed");
+  ASSERT_NE(preflight, nullptr);
+  EXPECT_EQ((*preflight)["status"], "False");
+  EXPECT_EQ((*preflight)["reason"], "PreflightFailed");
+  EXPECT_THAT((*preflight)["message"].get<std::string>(),
+              HasSubstr("rank 3 (pod demo-3) preflight failed: container ringleader-sidecar exited with code 3"));
+  EXPECT_THAT((*preflight)["message"].get<std::string>(), HasSubstr("cannot reach rank 0"));
+  EXPECT_TRUE(HasEvent(cluster, "PreflightFailed"));
+  EXPECT_EQ(job["status"]["restarts"], 1);
+}
+
+TEST(PlanTest, SuspendDeletesPodsAndResumeRecreatesThemWithTheSamePorts) {
+  FakeCluster cluster(MinimalJob("demo", 3));
+  StartRunning(cluster, At(0));
+  cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
+  cluster.ReconcileUntilStable(At(10));
+  const json& job = cluster.job_json();
+  EXPECT_TRUE(cluster.pods().empty());
+  EXPECT_EQ(job["status"]["state"], "Suspended");
+  EXPECT_FALSE(job["status"].contains("startTime"));
+  EXPECT_EQ(job["status"]["ports"]["master"], 61000);
+  EXPECT_TRUE(cluster.ledger().Find("job-uid-1").has_value());
+  cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = false; });
+  cluster.ReconcileUntilStable(At(20));
+  EXPECT_EQ(cluster.pods().size(), 3u);
+  EXPECT_EQ((*FindCondition(job, "Suspended"))["status"], "False");
+  EXPECT_EQ((*FindCondition(job, "Suspended"))["reason"], "Resumed");
+  EXPECT_EQ(job["status"]["startTime"], "2026-01-01T00:00:20Z");
+  EXPECT_EQ(EnvValue(Trainer(cluster.pods().at("demo-0")), "MASTER_PORT"), "61000");
+  EXPECT_TRUE(HasEvent(cluster, "Resumed"));
+}
+
+TEST(PlanTest, JobCreatedSuspendedTakesNoPortsUntilResumed) {
+  json spec_job = MinimalJob("queued", 2);
+  spec_job["spec"]["runPolicy"] = {{"suspend", true}};
+  FakeCluster cluster(spec_job);
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_FALSE(cluster.job_json()["status"].contains("ports"));
+  EXPECT_EQ(cluster.ledger().jobs(), 0u);
+  EXPECT_FALSE(cluster.has_service());
+  EXPECT_EQ(cluster.job_json()["status"]["state"], "Suspended");
+  cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = false; });
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(cluster.job_json()["status"]["ports"]["master"], 61000);
+  EXPECT_EQ(cluster.pods().size(), 2u);
+}
+
+TEST(PlanTest, ActiveDeadlineRequeuesUntilItPassesThenFails) {
+  json spec_job = MinimalJob("demo", 2);
+  spec_job["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 100}};
+  FakeCluster cluster(spec_job);
+  StartRunning(cluster, At(0));  // startTime is At(0)
+  const Plan waiting = cluster.PlanNow(At(40));
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(waiting.requeue_after->count(), 60);
+  cluster.ReconcileUntilStable(At(101));
+  const json* failed = FindCondition(cluster.job_json(), "Failed");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ((*failed)["reason"], "DeadlineExceeded");
+  EXPECT_TRUE(cluster.pods().empty());
+}
+
+TEST(PlanTest, TtlDeletesTheJobOnlyAfterItExpires) {
+  json spec_job = MinimalJob("demo", 1);
+  spec_job["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 60}};
+  FakeCluster cluster(spec_job);
+  StartRunning(cluster, At(0));
+  cluster.SetAllPhases("Succeeded");
+  cluster.ReconcileUntilStable(At(10));
+  EXPECT_FALSE(cluster.job_deleted());
+  const Plan waiting = cluster.PlanNow(At(30));
+  ASSERT_TRUE(waiting.requeue_after.has_value());
+  EXPECT_EQ(waiting.requeue_after->count(), 40);
+  cluster.Reconcile(At(70));
+  EXPECT_TRUE(cluster.job_deleted());
+}
+
+TEST(PlanTest, HostNetworkDeclaresEveryJobPortAsContainerAndHostPort) {
+  json spec_job = MinimalJob("demo", 2);
+  spec_job["spec"]["networking"] = {{"hostNetwork", true}};
+  FakeCluster cluster(spec_job);
+  cluster.ReconcileUntilStable(At(0));
+  const json& pod = cluster.pods().at("demo-1");
+  EXPECT_EQ(pod["spec"]["hostNetwork"], true);
+  EXPECT_EQ(pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
+  std::map<std::string, int> host_ports;
+  for (const json* container : {&Sidecar(pod), &Trainer(pod)}) {
+    for (const json& port : (*container)["ports"]) {
+      EXPECT_EQ(port["containerPort"], port["hostPort"]);
+      host_ports[port["name"]] = port["hostPort"];
+    }
+  }
+  EXPECT_EQ(host_ports, (std::map<std::string, int>{
+                            {"rl-master", 61000}, {"rl-rendezvous", 61001}, {"rl-metrics", 61002}, {"rl-spare", 61003}}));
+}
+
+TEST(PlanTest, GpuJobsGetGpuLimitsAndOneProcessPerGpu) {
+  json spec_job = MinimalJob("llm", 2);
+  spec_job["spec"]["gpusPerReplica"] = 8;
+  FakeCluster cluster(spec_job);
+  cluster.ReconcileUntilStable(At(0));
+  const json& pod = cluster.pods().at("llm-0");
+  EXPECT_EQ(Trainer(pod)["resources"]["limits"]["nvidia.com/gpu"], 8);
+  EXPECT_EQ(EnvValue(Trainer(pod), "WORLD_SIZE"), "16");
+  EXPECT_EQ(EnvValue(Trainer(pod), "LOCAL_WORLD_SIZE"), "8");
+  EXPECT_EQ(EnvValue(Trainer(pod), "RANK"), "0");
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_BACKEND"), "nccl");
+}
+
+TEST(PlanTest, InvalidSpecYieldsAConditionNamingTheFieldAndNoChildren) {
+  json spec_job = MinimalJob("demo", 2);
+  spec_job["spec"]["replicas"] = 0;
+  FakeCluster cluster(spec_job);
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_EQ(Count<CreateObject>(plan), 0);
+  EXPECT_FALSE(plan.reserve_ports.has_value());
+  const json* failed = FindCondition(cluster.job_json(), "Failed");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ((*failed)["reason"], "InvalidSpec");
+  EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("spec.replicas: must be at least 1, got 0"));
+  EXPECT_TRUE(cluster.PlanNow(At(1)).empty());
+  // Fixing the spec clears the condition and the job proceeds.
+  cluster.EditSpec([](json& spec) { spec["replicas"] = 2; });
+  cluster.ReconcileUntilStable(At(2));
+  EXPECT_EQ(FindCondition(cluster.job_json(), "Failed"), nullptr);
+  EXPECT_EQ(cluster.pods().size(), 2u);
+}
+
+TEST(PlanTest, ReservedEnvNameIsAnErrorNotASilentOverride) {
+  json spec_job = MinimalJob("demo", 2);
+  spec_job["spec"]["template"]["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "MASTER_PORT"}, {"value", "29500"}}});
+  FakeCluster cluster(spec_job);
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_TRUE(cluster.pods().empty());
+  EXPECT_THAT((*FindCondition(cluster.job_json(), "Failed"))["message"].get<std::string>(),
+              HasSubstr("spec.template.spec.containers[0].env[0].name: MASTER_PORT is set by ringleader"));
+}
+
+TEST(PlanTest, ExhaustedPortsGiveAConditionAndARetryNeverADuplicate) {
+  FakeCluster cluster(MinimalJob("late", 1), ports::PortRange{61000, 61003});
+  ASSERT_TRUE(cluster.ledger().Allocate("someone-else").has_value());
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_FALSE(plan.reserve_ports.has_value());
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_EQ(plan.requeue_after->count(), 30);
+  const json* created = FindCondition(cluster.job_json(), "Created");
+  ASSERT_NE(created, nullptr);
+  EXPECT_EQ((*created)["reason"], "PortsExhausted");
+  EXPECT_THAT((*created)["message"].get<std::string>(), HasSubstr("61000-61003"));
+  EXPECT_FALSE(cluster.job_json()["status"].contains("ports"));
+  // Re-planning announces nothing new, only waits.
+  const Plan again = cluster.Reconcile(At(5));
+  EXPECT_TRUE(again.empty());
+  EXPECT_EQ(std::count_if(cluster.events().begin(), cluster.events().end(),
+                          [](const RecordEvent& e) { return e.reason == "PortsExhausted"; }),
+            1);
+  cluster.ledger().Release("someone-else");
+  cluster.ReconcileUntilStable(At(40));
+  EXPECT_EQ(cluster.job_json()["status"]["ports"]["master"], 61000);
+  EXPECT_EQ(cluster.pods().size(), 1u);
+}
+
+TEST(PlanTest, PodsTheJobDoesNotOwnAreNeitherCountedNorTouched) {
+  FakeCluster cluster(MinimalJob("demo", 1));
+  cluster.ReconcileUntilStable(At(0));
+  cluster.AddForeignPod("impostor");
+  const Plan plan = cluster.PlanNow(At(1));
+  EXPECT_TRUE(plan.empty());
+  cluster.SetPhase("demo-0", "Running");
+  cluster.ReconcileUntilStable(At(2));
+  EXPECT_TRUE(cluster.pods().contains("impostor"));
+  EXPECT_EQ(cluster.job_json()["status"]["restarts"], 0);
+  EXPECT_EQ(cluster.job_json()["status"]["replicas"]["failed"], 0);
+}
+
+TEST(PlanTest, DeletedJobPlansNothing) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  cluster.ReconcileUntilStable(At(0));
+  cluster.job_json()["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:05Z";
+  EXPECT_TRUE(cluster.PlanNow(At(6)).empty());
+}
+
+TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  cluster.set_summary({.backend = "gloo",
+                       .last_all_reduce_bus_bandwidth = "2.5 GB/s",
+                       .last_all_reduce_bus_bandwidth_bytes = 2'500'000'000,
+                       .last_probe_time = At(3),
+                       .preflight = "Passed",
+                       .slowest_rank = "1"});
+  cluster.ReconcileUntilStable(At(4));
+  const json& comm = cluster.job_json()["status"]["communication"];
+  EXPECT_EQ(comm["lastAllReduceBusBandwidth"], "2.5 GB/s");
+  EXPECT_EQ(comm["lastAllReduceBusBandwidthBytes"], 2'500'000'000);
+  EXPECT_EQ(comm["slowestRank"], "1");
+}
+
+TEST(PlanTest, ShrinkingReplicasWhileSuspendedLeavesNoStrayRanks) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  StartRunning(cluster, At(0));
+  cluster.EditSpec([](json& spec) {
+    spec["runPolicy"]["suspend"] = true;
+  });
+  cluster.ReconcileUntilStable(At(1));
+  cluster.EditSpec([](json& spec) {
+    spec["replicas"] = 2;
+    spec["runPolicy"]["suspend"] = false;
+  });
+  cluster.ReconcileUntilStable(At(2));
+  EXPECT_EQ(cluster.pods().size(), 2u);
+  EXPECT_EQ(EnvValue(Trainer(cluster.pods().at("demo-1")), "WORLD_SIZE"), "2");
+}
+
+}  // namespace
+}  // namespace ringleader::planner
