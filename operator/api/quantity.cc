@@ -75,30 +75,30 @@ std::optional<std::int64_t> ParseIntegerQuantity(std::string_view text) {
   const std::string_view rest = text.substr(pos);
   int base = 10;
   int exponent = 0;
-  if (!rest.empty()) {
-    if (rest[0] == 'e' || rest[0] == 'E') {
-      if (rest.size() < 2 || rest.size() > 3) {
+  // "1E" is the exa suffix; an exponent is e/E followed by digits ("2e3").
+  const bool is_exponent = rest.size() >= 2 && (rest[0] == 'e' || rest[0] == 'E') && IsDigit(rest[1]);
+  if (is_exponent) {
+    if (rest.size() > 3) {
+      return std::nullopt;
+    }
+    for (char c : rest.substr(1)) {
+      if (!IsDigit(c)) {
         return std::nullopt;
       }
-      for (char c : rest.substr(1)) {
-        if (!IsDigit(c)) {
-          return std::nullopt;
-        }
-        exponent = exponent * 10 + (c - '0');
+      exponent = exponent * 10 + (c - '0');
+    }
+  } else if (!rest.empty()) {
+    bool matched = false;
+    for (const Suffix& suffix : kSuffixes) {
+      if (rest == suffix.text) {
+        base = suffix.base;
+        exponent = suffix.exponent;
+        matched = true;
+        break;
       }
-    } else {
-      bool matched = false;
-      for (const Suffix& suffix : kSuffixes) {
-        if (rest == suffix.text) {
-          base = suffix.base;
-          exponent = suffix.exponent;
-          matched = true;
-          break;
-        }
-      }
-      if (!matched) {
-        return std::nullopt;
-      }
+    }
+    if (!matched) {
+      return std::nullopt;
     }
   }
   // value = mantissa * base^exponent / 10^fraction_digits, which must come out integral.
@@ -124,6 +124,22 @@ std::optional<std::int64_t> ParseIntegerQuantity(std::string_view text) {
   return static_cast<std::int64_t>(value);
 }
 
+namespace {
+
+// The value in the largest unit of `units` that divides it exactly, or the plain number.
+template <std::size_t N>
+std::string InLargestUnit(std::int64_t value,
+                          const std::array<std::pair<std::string_view, std::int64_t>, N>& units) {
+  for (const auto& [suffix, unit] : units) {
+    if (value % unit == 0) {
+      return std::to_string(value / unit) + std::string(suffix);
+    }
+  }
+  return std::to_string(value);
+}
+
+}  // namespace
+
 std::string FormatQuantity(std::int64_t value) {
   if (value == 0) {
     return "0";
@@ -134,31 +150,44 @@ std::string FormatQuantity(std::int64_t value) {
   constexpr std::array<std::pair<std::string_view, std::int64_t>, 6> kDecimal = {{
       {"E", 1'000'000'000'000'000'000}, {"P", 1'000'000'000'000'000}, {"T", 1'000'000'000'000},
       {"G", 1'000'000'000}, {"M", 1'000'000}, {"k", 1'000}}};
+  // Byte sizes read best in binary units ("1000Ki"), unless the binary number is unwieldy
+  // ("9765625Ki") and a decimal form is shorter ("10G").
+  std::string binary = InLargestUnit(value, kBinary);
+  std::string decimal = InLargestUnit(value, kDecimal);
   for (const auto& [suffix, unit] : kBinary) {
-    if (value % unit == 0) {
-      return std::to_string(value / unit) + std::string(suffix);
+    if (value % unit == 0 && value / unit < 1024) {
+      return binary;
     }
   }
-  for (const auto& [suffix, unit] : kDecimal) {
-    if (value % unit == 0) {
-      return std::to_string(value / unit) + std::string(suffix);
-    }
-  }
-  return std::to_string(value);
+  return decimal.size() < binary.size() ? decimal : binary;
 }
 
 std::string FormatBandwidth(double bytes_per_second) {
-  constexpr std::array<std::pair<const char*, double>, 4> kUnits = {
-      {{"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}}};
-  std::array<char, 64> buffer{};
-  for (const auto& [unit, scale] : kUnits) {
-    if (std::fabs(bytes_per_second) >= scale) {
-      std::snprintf(buffer.data(), buffer.size(), "%.3g %s", bytes_per_second / scale, unit);
-      return buffer.data();
+  constexpr std::array<std::pair<const char*, double>, 5> kUnits = {
+      {{"TB/s", 1e12}, {"GB/s", 1e9}, {"MB/s", 1e6}, {"kB/s", 1e3}, {"B/s", 1}}};
+  // A value that would round to 1000 of one unit is shown as 1 of the next.
+  const double magnitude = std::fabs(bytes_per_second);
+  const auto* chosen = &kUnits.back();
+  for (const auto& unit : kUnits) {
+    if (magnitude >= unit.second * 0.9995) {
+      chosen = &unit;
+      break;
     }
   }
-  std::snprintf(buffer.data(), buffer.size(), "%.3g B/s", bytes_per_second);
-  return buffer.data();
+  const double scaled = bytes_per_second / chosen->second;
+  const double shown = std::fabs(scaled);
+  const int decimals = shown >= 99.95 ? 0 : (shown >= 9.995 ? 1 : 2);
+  std::array<char, 64> buffer{};
+  std::snprintf(buffer.data(), buffer.size(), "%.*f", decimals, scaled);
+  std::string text = buffer.data();
+  // Three significant digits without trailing zeros: "2.5 TB/s", "1 TB/s".
+  if (text.find('.') != std::string::npos) {
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') {
+      text.pop_back();
+    }
+  }
+  return text + " " + chosen->first;
 }
 
 }  // namespace ringleader::api

@@ -3,7 +3,6 @@
 #include "operator/api/trainingjob.h"
 
 #include <ctime>
-#include <cstdio>
 
 #include "operator/api/quantity.h"
 
@@ -42,7 +41,10 @@ class Reader {
 
   void Int(std::string_view key, std::int64_t* out) const {
     if (const json* value = Find(key)) {
-      if (value->is_number_integer()) {
+      if (value->is_number_unsigned() &&
+          value->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+        Fail(key, "must be at most 9223372036854775807, got " + Describe(*value));
+      } else if (value->is_number_integer()) {
         *out = value->get<std::int64_t>();
       } else {
         Fail(key, "must be an integer, got " + Describe(*value));
@@ -436,6 +438,8 @@ TrainingJob TrainingJob::FromJson(const json& object, FieldErrors* errors) {
   job.metadata = ParseMeta(root.Object("metadata"));
   if (root.Find("spec") == nullptr) {
     errors->push_back({"spec", "is required"});
+  } else if (root.Object("spec").Find("replicas") == nullptr) {
+    errors->push_back({"spec.replicas", "is required"});
   }
   job.spec = ParseSpec(root.Object("spec"));
   if (const json* status = root.Find("status")) {
@@ -499,19 +503,50 @@ std::string FormatTime(Time time) {
   return buffer.data();
 }
 
+namespace {
+
+// Reads exactly `width` digits at `pos`; -1 if any is not a digit.
+int Digits(std::string_view text, std::size_t pos, std::size_t width) {
+  if (pos + width > text.size()) {
+    return -1;
+  }
+  int value = 0;
+  for (std::size_t i = pos; i < pos + width; ++i) {
+    if (text[i] < '0' || text[i] > '9') {
+      return -1;
+    }
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 std::optional<Time> ParseTime(std::string_view text) {
-  // Accepts "YYYY-MM-DDTHH:MM:SS" with optional fraction, then "Z" or "+HH:MM"/"-HH:MM".
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, consumed = 0;
-  const std::string copy(text);
-  if (std::sscanf(copy.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute,
-                  &second, &consumed) != 6 || consumed != 19) {
+  // YYYY-MM-DDTHH:MM:SS, an optional fraction, then Z or +HH:MM / -HH:MM.
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') ||
+      text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  const int year = Digits(text, 0, 4);
+  const int month = Digits(text, 5, 2);
+  const int day = Digits(text, 8, 2);
+  const int hour = Digits(text, 11, 2);
+  const int minute = Digits(text, 14, 2);
+  const int second = Digits(text, 17, 2);
+  // system_clock counts nanoseconds in int64: about 1678 to 2262.
+  if (year < 1678 || year > 2261 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 ||
+      minute < 0 || minute > 59 || second < 0 || second > 60) {
     return std::nullopt;
   }
   std::string_view rest = text.substr(19);
-  if (!rest.empty() && rest[0] == '.') {
+  if (rest[0] == '.') {
     std::size_t i = 1;
     while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
       ++i;
+    }
+    if (i == 1) {
+      return std::nullopt;
     }
     rest.remove_prefix(i);
   }
@@ -519,16 +554,17 @@ std::optional<Time> ParseTime(std::string_view text) {
   if (rest == "Z" || rest == "z") {
     offset_seconds = 0;
   } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
-    const int hours = (rest[1] - '0') * 10 + (rest[2] - '0');
-    const int minutes = (rest[4] - '0') * 10 + (rest[5] - '0');
+    const int hours = Digits(rest, 1, 2);
+    const int minutes = Digits(rest, 4, 2);
+    if (hours < 0 || hours > 23 || minutes < 0 || minutes > 59) {
+      return std::nullopt;
+    }
     offset_seconds = (hours * 60 + minutes) * 60 * (rest[0] == '-' ? -1 : 1);
   } else {
     return std::nullopt;
   }
-  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
-    return std::nullopt;
-  }
-  const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+  const std::chrono::year_month_day date{std::chrono::year{year},
+                                         std::chrono::month{static_cast<unsigned>(month)},
                                          std::chrono::day{static_cast<unsigned>(day)}};
   if (!date.ok()) {
     return std::nullopt;

@@ -172,6 +172,15 @@ void CheckTemplate(const TrainingJob& job, const ValidationOptions& options, Che
                      options, check);
     }
   }
+  if (const json init = pod.value("initContainers", json()); init.is_array()) {
+    for (std::size_t i = 0; i < init.size(); ++i) {
+      if (init[i].is_object() && init[i].value("name", json()) == contract::kSidecarContainerName) {
+        check.Add("spec.template.spec.initContainers[" + std::to_string(i) + "].name",
+                  "\"" + std::string(contract::kSidecarContainerName) +
+                      "\" is the name of the container ringleader injects");
+      }
+    }
+  }
   if (const json restart = pod.value("restartPolicy", json());
       !restart.is_null() && restart != "Never") {
     check.Add("spec.template.spec.restartPolicy",
@@ -213,6 +222,7 @@ void CheckCommunication(const TrainingJobSpec& spec, Checker& check) {
                                     "), got " + FormatQuantity(pf.max_bytes));
   }
   check.Range(pre + "stepFactor", pf.step_factor, 2, 1024);
+  check.Range(pre + "minBusBandwidth", pf.min_bus_bandwidth, 0, std::int64_t{1} << 50);
   check.Range(pre + "timeoutSeconds", pf.timeout_seconds, 1, 86400);
   const MonitorSpec& mon = comm.monitor;
   const std::string monitor = "spec.communication.monitor.";
@@ -228,7 +238,7 @@ void CheckRunPolicy(const RunPolicy& policy, Checker& check) {
   }
   if (policy.ttl_seconds_after_finished) {
     check.Range("spec.runPolicy.ttlSecondsAfterFinished", *policy.ttl_seconds_after_finished, 0,
-                std::int64_t{1} << 31);
+                INT32_MAX);
   }
 }
 
