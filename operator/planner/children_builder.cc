@@ -84,12 +84,23 @@ json BuildSecret(const api::TrainingJob& job, const std::string& token) {
 }
 
 bool IsControlledBy(const json& object, const api::TrainingJob& job) {
-  const json refs = object.value("/metadata/ownerReferences"_json_pointer, json::array());
-  if (!refs.is_array()) {
+  // Looked up without copying: the planner asks this of every Pod on every re-plan.
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) {
     return false;
   }
-  for (const json& ref : refs) {
-    if (ref.is_object() && ref.value("controller", false) && ref.value("uid", "") == job.metadata.uid) {
+  const auto refs = meta->find("ownerReferences");
+  if (refs == meta->end() || !refs->is_array()) {
+    return false;
+  }
+  for (const json& ref : *refs) {
+    if (!ref.is_object()) {
+      continue;
+    }
+    const auto controller = ref.find("controller");
+    const auto uid = ref.find("uid");
+    if (controller != ref.end() && *controller == true && uid != ref.end() &&
+        *uid == job.metadata.uid) {
       return true;
     }
   }

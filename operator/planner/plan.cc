@@ -31,31 +31,57 @@ struct PodView {
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
 
-std::int64_t ParseIndex(const json& labels, std::string_view key) {
-  const json value = labels.value(std::string(key), json());
-  if (!value.is_string()) {
-    return -1;
+// The member `key` of `object`, or nullptr; never copies (re-plans read every Pod every time).
+const json* Member(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
   }
-  const std::string text = value.get<std::string>();
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+const std::string& StringMember(const json& object, std::string_view key) {
+  static const std::string kEmpty;
+  const json* value = Member(object, key);
+  return value != nullptr && value->is_string() ? value->get_ref<const std::string&>() : kEmpty;
+}
+
+const json& ArrayMember(const json& object, std::string_view key) {
+  static const json kEmpty = json::array();
+  const json* value = Member(object, key);
+  return value != nullptr && value->is_array() ? *value : kEmpty;
+}
+
+std::int64_t ParseIndex(const json& labels, std::string_view key) {
+  const std::string& text = StringMember(labels, key);
   if (text.empty() || text.size() > 9 || !std::all_of(text.begin(), text.end(), ::isdigit)) {
     return -1;
   }
   return std::stoll(text);
 }
 
-std::string Terminated(const json& status) {
-  const json terminated = status.value("/state/terminated"_json_pointer, json());
-  const json last = status.value("/lastState/terminated"_json_pointer, json());
-  const json& t = terminated.is_object() ? terminated : last;
-  if (!t.is_object() || t.value("exitCode", 0) == 0) {
+std::string Terminated(const json& container_status) {
+  const json* state = Member(container_status, "state");
+  const json* terminated = state != nullptr ? Member(*state, "terminated") : nullptr;
+  if (terminated == nullptr || !terminated->is_object()) {
+    const json* last = Member(container_status, "lastState");
+    terminated = last != nullptr ? Member(*last, "terminated") : nullptr;
+  }
+  if (terminated == nullptr || !terminated->is_object()) {
     return "";
   }
-  std::string text = "container " + status.value("name", std::string("?")) + " exited with code " +
-                     std::to_string(t.value("exitCode", 0));
-  if (const std::string reason = t.value("reason", std::string()); !reason.empty()) {
+  const json* code = Member(*terminated, "exitCode");
+  const std::int64_t exit_code = code != nullptr && code->is_number_integer() ? code->get<std::int64_t>() : 0;
+  if (exit_code == 0) {
+    return "";
+  }
+  const std::string& name = StringMember(container_status, "name");
+  std::string text = "container " + (name.empty() ? std::string("?") : name) + " exited with code " +
+                     std::to_string(exit_code);
+  if (const std::string& reason = StringMember(*terminated, "reason"); !reason.empty()) {
     text += " (" + reason + ")";
   }
-  if (std::string message = t.value("message", std::string()); !message.empty()) {
+  if (std::string message = StringMember(*terminated, "message"); !message.empty()) {
     if (message.size() > 200) {
       message = message.substr(0, 200) + "...";
     }
@@ -66,30 +92,38 @@ std::string Terminated(const json& status) {
 
 PodView ViewPod(const json& pod) {
   PodView view;
-  const json meta = pod.value("metadata", json::object());
-  view.name = meta.value("name", std::string());
-  view.uid = meta.value("uid", std::string());
-  const json labels = meta.value("labels", json::object());
-  if (labels.is_object()) {
-    view.rank = ParseIndex(labels, kRankLabel);
-    view.attempt = ParseIndex(labels, kAttemptLabel);
+  static const json kEmptyObject = json::object();
+  const json* meta_ptr = Member(pod, "metadata");
+  const json& meta = meta_ptr != nullptr ? *meta_ptr : kEmptyObject;
+  view.name = StringMember(meta, "name");
+  view.uid = StringMember(meta, "uid");
+  if (const json* labels = Member(meta, "labels")) {
+    view.rank = ParseIndex(*labels, kRankLabel);
+    view.attempt = ParseIndex(*labels, kAttemptLabel);
   }
-  view.deleting = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
-  const json status = pod.value("status", json::object());
-  if (!status.is_object()) {
+  const json* deletion = Member(meta, "deletionTimestamp");
+  view.deleting = deletion != nullptr && !deletion->is_null();
+  const json* status_ptr = Member(pod, "status");
+  if (status_ptr == nullptr || !status_ptr->is_object()) {
+    view.phase = "Pending";
     return view;
   }
-  view.phase = status.value("phase", std::string("Pending"));
-  for (const json& condition : status.value("conditions", json::array())) {
-    if (condition.value("type", "") == "Ready" && condition.value("status", "") == "True") {
+  const json& status = *status_ptr;
+  view.phase = StringMember(status, "phase");
+  if (view.phase.empty()) {
+    view.phase = "Pending";
+  }
+  for (const json& condition : ArrayMember(status, "conditions")) {
+    if (StringMember(condition, "type") == "Ready" && StringMember(condition, "status") == "True") {
       view.ready = true;
     }
   }
-  for (const json& init : status.value("initContainerStatuses", json::array())) {
-    if (init.value("name", "") != contract::kSidecarContainerName) {
+  for (const json& init : ArrayMember(status, "initContainerStatuses")) {
+    if (StringMember(init, "name") != contract::kSidecarContainerName) {
       continue;
     }
-    view.sidecar_started = init.value("started", false);
+    const json* started = Member(init, "started");
+    view.sidecar_started = started != nullptr && started->is_boolean() && started->get<bool>();
     // A sidecar that exits non-zero before its startup probe ever passed failed the preflight
     // (rendezvous timeout, bandwidth under the floor, a broken peer); the kubelet would only
     // restart it, so the operator treats it as the Pod failing.
@@ -100,7 +134,7 @@ PodView ViewPod(const json& pod) {
     }
   }
   if (view.phase == "Failed" && view.failure.empty()) {
-    for (const json& container : status.value("containerStatuses", json::array())) {
+    for (const json& container : ArrayMember(status, "containerStatuses")) {
       if (std::string why = Terminated(container); !why.empty()) {
         view.failure = why;
         break;
@@ -108,7 +142,7 @@ PodView ViewPod(const json& pod) {
     }
     if (view.failure.empty()) {
       view.failure = "pod failed";
-      if (const std::string reason = status.value("reason", std::string()); !reason.empty()) {
+      if (const std::string& reason = StringMember(status, "reason"); !reason.empty()) {
         view.failure += " (" + reason + ")";
       }
     }
