@@ -1,0 +1,39 @@
+// Which API resource a request is about, and the URL path the API server serves it on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ringleader::kube {
+
+// A resource by group/version/plural. `group` is empty for the core group ("/api/v1").
+struct Resource {
+  std::string group;
+  std::string version;
+  std::string plural;
+  bool namespaced = true;
+
+  // "v1" or "ringleader.dev/v1alpha1".
+  std::string ApiVersion() const;
+  friend bool operator==(const Resource&, const Resource&) = default;
+};
+
+// Resources the operator uses.
+Resource Pods();
+Resource ConfigMaps();
+Resource Secrets();
+Resource Services();
+Resource Events();
+Resource Namespaces();
+Resource Leases();
+Resource CustomResourceDefinitions();
+Resource TrainingJobs();
+
+// The path for a collection (`name` empty) or one object, optionally a subresource:
+//   /api/v1/namespaces/ns/pods/name/status, /apis/g/v/plural (all namespaces when `ns` is
+//   empty), /apis/g/v/plural/name for cluster-scoped resources (`ns` ignored).
+// Segments are percent-encoded.
+std::string ResourcePath(const Resource& resource, std::string_view ns, std::string_view name = {},
+                         std::string_view subresource = {});
+
+}  // namespace ringleader::kube

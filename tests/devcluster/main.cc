@@ -1,0 +1,73 @@
+// The devcluster binary: serves until SIGTERM or SIGINT, leaving a kubeconfig in --data-dir.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "tests/devcluster/devcluster.h"
+
+namespace {
+
+int Usage() {
+  std::cerr << "usage: devcluster --data-dir DIR [--listen HOST:PORT] [--max-body-bytes N] [--watch-history N]\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ringleader::devcluster::Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      return Usage();
+    }
+    const std::string value = argv[++i];
+    try {
+      if (arg == "--data-dir") {
+        options.data_dir = value;
+      } else if (arg == "--listen") {
+        const auto colon = value.rfind(':');
+        if (colon == std::string::npos) {
+          return Usage();
+        }
+        options.listen_host = value.substr(0, colon);
+        options.port = std::stoi(value.substr(colon + 1));
+      } else if (arg == "--max-body-bytes") {
+        options.max_body_bytes = std::stoul(value);
+      } else if (arg == "--watch-history") {
+        options.watch_history = std::stoul(value);
+      } else {
+        return Usage();
+      }
+    } catch (const std::exception&) {
+      return Usage();
+    }
+  }
+  if (options.data_dir.empty()) {
+    return Usage();
+  }
+
+  // Block the signals before any thread starts so that only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::unique_ptr<ringleader::devcluster::DevCluster> cluster;
+  try {
+    cluster = ringleader::devcluster::DevCluster::Start(options);
+  } catch (const std::exception& e) {
+    std::cerr << "devcluster: " << e.what() << "\n";
+    return 1;
+  }
+  std::cout << "devcluster: serving " << cluster->url() << " (kubeconfig " << cluster->kubeconfig_path() << ")"
+            << std::endl;
+
+  int received = 0;
+  sigwait(&signals, &received);
+  std::cerr << "devcluster: stopping on signal " << received << "\n";
+  cluster->Stop();
+  return 0;
+}

@@ -1,0 +1,72 @@
+// The HTTPS front of devcluster: cpprestsdk's listener with the generated certificate, bearer
+// authentication, body limits, fault injection, and dispatch to discovery, resources and watches.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "tests/devcluster/api.h"
+#include "tests/devcluster/catalog.h"
+#include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/faults.h"
+#include "tests/devcluster/http_util.h"
+#include "tests/devcluster/request.h"
+#include "tests/devcluster/resource_handler.h"
+#include "tests/devcluster/store.h"
+#include "tests/devcluster/tls.h"
+#include "tests/devcluster/watch.h"
+
+namespace web::http {
+class http_request;
+}  // namespace web::http
+
+namespace web::http::experimental::listener {
+class http_listener;
+}  // namespace web::http::experimental::listener
+
+namespace ringleader::devcluster {
+
+class Server {
+ public:
+  // Starts listening; throws std::runtime_error naming what failed.
+  explicit Server(const Options& options);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server();
+
+  const std::string& url() const { return url_; }
+  const std::string& kubeconfig_path() const { return kubeconfig_path_; }
+  const std::string& ca_pem() const { return certs_.ca_cert_pem; }
+  const std::string& token() const { return token_; }
+  Faults& faults() { return faults_; }
+  void Stop();
+
+ private:
+  void Handle(web::http::http_request request);
+  // Everything after authentication and body reading; nullopt when a watch took the response.
+  std::optional<Response> Dispatch(const Request& request, web::http::http_request& raw);
+  void StartWatch(web::http::http_request& raw, WatchSpec spec);
+
+  Options options_;
+  Certificates certs_;
+  std::string token_;
+  std::string url_;
+  std::string address_;
+  std::string kubeconfig_path_;
+  Faults faults_;
+  Store store_;
+  Catalog catalog_;
+  Api api_;
+  ResourceHandler resources_;
+  Watches watches_;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  int in_flight_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace ringleader::devcluster
