@@ -120,9 +120,12 @@ class Client {
 };
 
 // Follows continue tokens from options.continue_token to the last page (page size
-// options.limit, 500 when 0). The result's resource_version is the first page's.
+// options.limit, 500 when 0). The result's resource_version is the first page's. `transform`,
+// when set, is applied to each item as its page arrives, so a caller that keeps only part of
+// each object never holds every full object at once.
 ListResult ListAll(Client& client, const Resource& resource, const std::string& ns,
-                   ListOptions options = {});
+                   ListOptions options = {},
+                   const std::function<void(nlohmann::json&)>& transform = {});
 
 struct ClientOptions {
   double qps = 20;  // client-side token bucket, as client-go's newer defaults

@@ -300,7 +300,7 @@ class ClientImpl final : public Client {
 }  // namespace
 
 ListResult ListAll(Client& client, const Resource& resource, const std::string& ns,
-                   ListOptions options) {
+                   ListOptions options, const std::function<void(nlohmann::json&)>& transform) {
   if (options.limit <= 0) {
     options.limit = 500;
   }
@@ -313,6 +313,9 @@ ListResult ListAll(Client& client, const Resource& resource, const std::string& 
       first = false;
     }
     for (auto& item : page.items) {
+      if (transform) {
+        transform(item);
+      }
       all.items.push_back(std::move(item));
     }
     options.continue_token = page.continue_token;

@@ -40,7 +40,8 @@ void Reflector::ListOnce() {
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
   list_options.limit = options_.page_size;
-  ListResult list = ListAll(client_, options_.resource, options_.ns, list_options);
+  ListResult list =
+      ListAll(client_, options_.resource, options_.ns, list_options, options_.transform);
   handler_.OnReplace(list.items, list.resource_version);
   std::lock_guard lock(mutex_);
   resource_version_ = list.resource_version;
@@ -81,7 +82,13 @@ Reflector::WatchOutcome Reflector::WatchOnce(std::stop_token stop) {
           case WatchEventType::kDeleted:
             break;
         }
-        handler_.OnEvent(event);
+        if (options_.transform) {
+          WatchEvent trimmed = event;
+          options_.transform(trimmed.object);
+          handler_.OnEvent(trimmed);
+        } else {
+          handler_.OnEvent(event);
+        }
         // Recorded after delivery: a cut before this point re-delivers from the previous
         // version, a cut after it resumes past this event.
         const std::string rv = ResourceVersionOf(event.object);

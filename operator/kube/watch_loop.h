@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stop_token>
 #include <string>
@@ -36,6 +37,9 @@ struct ReflectorOptions {
   std::int64_t page_size = 500;
   std::int64_t watch_timeout_seconds = 300;
   bool allow_bookmarks = true;
+  // Applied to every listed item and watched object before the handler sees it (client-go's
+  // SetTransform): an operator caching thousands of Pods keeps only the fields it reads.
+  std::function<void(nlohmann::json&)> transform;
   // Waits after failed lists or watches, and after streams that end at once with nothing.
   BackoffPolicy backoff{.initial_delay = std::chrono::milliseconds(200),
                         .multiplier = 2.0,

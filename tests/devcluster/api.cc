@@ -428,8 +428,37 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
     ApplyBuiltinCreateDefaults(info, body, txn.rv());
     Writer writer(txn, catalog_, options.dry_run);
     result.object = writer.Put(StoreKey(info), std::move(body));
+    // Kubernetes' garbage collector deletes a dependent created after its owners were gone (a
+    // controller acting on a stale cache does that): the create succeeds, the object then goes.
+    if (!options.dry_run && OwnersAllGone(txn, result.object, ns)) {
+      writer.Remove(StoreKey(info), ns, name);
+    }
   });
   return result;
+}
+
+bool Api::OwnersAllGone(Store::Txn& txn, const nlohmann::json& object, const std::string& ns) const {
+  const auto& meta = object["metadata"];
+  if (!meta.contains("ownerReferences") || !meta["ownerReferences"].is_array() ||
+      meta["ownerReferences"].empty()) {
+    return false;
+  }
+  for (const nlohmann::json& ref : meta["ownerReferences"]) {
+    const std::string api_version = ref.value("apiVersion", "");
+    const auto slash = api_version.find('/');
+    const std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+    const std::string version = slash == std::string::npos ? api_version : api_version.substr(slash + 1);
+    const auto owner_info = catalog_.FindKind(group, version, ref.value("kind", ""));
+    if (!owner_info) {
+      return false;  // a kind we do not serve: not ours to judge
+    }
+    const nlohmann::json* owner =
+        txn.Get(StoreKey(*owner_info), owner_info->namespaced ? ns : "", ref.value("name", ""));
+    if (owner != nullptr && MetaString(*owner, "uid") == ref.value("uid", "")) {
+      return false;
+    }
+  }
+  return true;
 }
 
 namespace {

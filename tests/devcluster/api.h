@@ -73,6 +73,9 @@ class Api {
   void EnsureNamespace(const std::string& name);
 
  private:
+  // Every owner in metadata.ownerReferences is missing (or is another incarnation, by uid).
+  bool OwnersAllGone(Store::Txn& txn, const nlohmann::json& object, const std::string& ns) const;
+
   Store& store_;
   Catalog& catalog_;
 };

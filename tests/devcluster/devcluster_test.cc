@@ -356,6 +356,29 @@ TEST_F(DevClusterTest, DeletingAnOwnerCollectsItsDependents) {
   EXPECT_TRUE(survivor.body["metadata"]["ownerReferences"].empty());
 }
 
+TEST_F(DevClusterTest, ADependentCreatedAfterItsOwnerWasDeletedIsCollected) {
+  // A controller with a stale cache may create a child for an owner that is already gone; the
+  // create succeeds and garbage collection removes the child, as in Kubernetes.
+  const std::string base = "/api/v1/namespaces/default/configmaps";
+  Reply owner = client_->Call("POST", base, ConfigMap("gone-owner", "1"));
+  ASSERT_EQ(client_->Call("DELETE", base + "/gone-owner").code, 200);
+  json late = ConfigMap("late-child", "1");
+  late["metadata"]["ownerReferences"] = {{{"apiVersion", "v1"},
+                                          {"kind", "ConfigMap"},
+                                          {"name", "gone-owner"},
+                                          {"uid", owner.body["metadata"]["uid"]}}};
+  EXPECT_EQ(client_->Call("POST", base, late).code, 201);
+  EXPECT_EQ(client_->Call("GET", base + "/late-child").code, 404);
+  // A new owner of the same name is another incarnation: the child still goes.
+  client_->Call("POST", base, ConfigMap("gone-owner", "2"));
+  EXPECT_EQ(client_->Call("POST", base, late).code, 201);
+  EXPECT_EQ(client_->Call("GET", base + "/late-child").code, 404);
+  // With a live owner it stays.
+  late["metadata"]["ownerReferences"][0]["uid"] = client_->Call("GET", base + "/gone-owner").body["metadata"]["uid"];
+  EXPECT_EQ(client_->Call("POST", base, late).code, 201);
+  EXPECT_EQ(client_->Call("GET", base + "/late-child").code, 200);
+}
+
 TEST_F(DevClusterTest, FinalizersHoldDeletionUntilRemoved) {
   const std::string base = "/api/v1/namespaces/default/configmaps";
   json held = ConfigMap("held", "1");
