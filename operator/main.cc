@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "operator/render_command.h"
+#include "operator/run_command.h"
 
 namespace {
 
 constexpr std::string_view kHelp =
     "ringleader-operator: runs distributed training jobs (TrainingJob, ringleader.dev/v1alpha1)\n"
     "\n"
+    "  ringleader-operator run [FLAGS]        run the operator against a cluster (run --help)\n"
     "  ringleader-operator validate -f FILE   check TrainingJobs, naming each bad field\n"
     "  ringleader-operator render -f FILE     print the status, Service, Secret and Pods the\n"
     "                                         operator would create for them\n"
@@ -27,6 +29,9 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   try {
+    if (args[0] == "run") {
+      return ringleader::cli::RunOperator(rest);
+    }
     if (args[0] == "render") {
       return ringleader::cli::RunRender(rest, std::cout, std::cerr);
     }

@@ -1,0 +1,194 @@
+// Applier: one plan's writes, in order, each remembered as an expectation.
+#include "operator/runtime/applier.h"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <variant>
+
+#include "operator/planner/children_builder.h"
+#include "operator/runtime/operator_metrics.h"
+
+namespace ringleader::runtime {
+
+using nlohmann::json;
+
+kube::Resource ChildResource(const std::string& kind) {
+  if (kind == "Pod") {
+    return kube::Pods();
+  }
+  if (kind == "Service") {
+    return kube::Services();
+  }
+  if (kind == "Secret") {
+    return kube::Secrets();
+  }
+  throw std::invalid_argument("the operator does not create objects of kind " + kind);
+}
+
+namespace {
+
+// Event names only need to be unique within the namespace: the job's name and 64 random bits.
+std::string EventName(const std::string& job_name) {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  char suffix[17];
+  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(random()));
+  return job_name + "." + suffix;
+}
+
+std::string Describe(const kube::ApiError& e) {
+  return std::to_string(e.code()) + " " + (e.reason().empty() ? std::string("error") : e.reason()) +
+         ": " + e.message();
+}
+
+}  // namespace
+
+Applier::Applier(kube::Client& client, Expectations& expectations, Logger& logger,
+                 OperatorMetrics* metrics, std::string reporting_instance)
+    : client_(client),
+      expectations_(expectations),
+      logger_(logger),
+      metrics_(metrics),
+      reporting_instance_(std::move(reporting_instance)) {}
+
+ApplyOutcome Applier::Apply(const json& job_object, const api::TrainingJob& job,
+                            const planner::Plan& plan) {
+  const std::string key = job.Key();
+  ApplyOutcome outcome;
+  for (const planner::Action& action : plan.actions) {
+    if (const auto* status = std::get_if<planner::UpdateStatus>(&action)) {
+      json object = job_object;
+      object["status"] = status->status;
+      try {
+        ++writes_.status;
+        client_.UpdateStatus(kube::TrainingJobs(), job.metadata.namespace_, object);
+        outcome.status_written = true;
+        expectations_.Expect(key, {Expectation::Kind::kJobVersionGone, "TrainingJob",
+                                   job.metadata.name, job.metadata.uid, job.metadata.resource_version});
+      } catch (const kube::ApiError& e) {
+        ++writes_.failed;
+        if (kube::IsConflict(e)) {
+          return {ApplyOutcome::Result::kConflict, "status: " + Describe(e), false};
+        }
+        if (kube::IsNotFound(e)) {
+          return {ApplyOutcome::Result::kDone, "", false};  // deleted meanwhile; nothing to do
+        }
+        return {ApplyOutcome::Result::kError, "writing status: " + Describe(e), false};
+      }
+    } else if (const auto* create = std::get_if<planner::CreateObject>(&action)) {
+      ApplyOutcome created = CreateChild(job, create->object);
+      if (created.result != ApplyOutcome::Result::kDone) {
+        created.status_written = outcome.status_written;
+        return created;
+      }
+    } else if (const auto* del = std::get_if<planner::DeleteObject>(&action)) {
+      kube::DeleteOptions options;
+      options.precondition_uid = del->uid;
+      options.propagation_policy = kube::PropagationPolicy::kBackground;
+      try {
+        ++writes_.deletes;
+        client_.Delete(ChildResource(del->kind), job.metadata.namespace_, del->name, options);
+        expectations_.Expect(key, {Expectation::Kind::kDeleted, del->kind, del->name, del->uid, ""});
+      } catch (const kube::ApiError& e) {
+        // Gone already, or a newer object took the name (the uid precondition failed): either
+        // way the object we meant to delete is not there.
+        if (!kube::IsNotFound(e) && !kube::IsConflict(e)) {
+          ++writes_.failed;
+          return {ApplyOutcome::Result::kError,
+                  "deleting " + del->kind + " " + del->name + ": " + Describe(e), outcome.status_written};
+        }
+      }
+    } else if (const auto* event = std::get_if<planner::RecordEvent>(&action)) {
+      RecordEvent(job, *event);
+    } else if (std::holds_alternative<planner::DeleteJob>(action)) {
+      kube::DeleteOptions options;
+      options.precondition_uid = job.metadata.uid;
+      options.propagation_policy = kube::PropagationPolicy::kBackground;
+      try {
+        ++writes_.deletes;
+        client_.Delete(kube::TrainingJobs(), job.metadata.namespace_, job.metadata.name, options);
+      } catch (const kube::ApiError& e) {
+        if (!kube::IsNotFound(e) && !kube::IsConflict(e)) {
+          ++writes_.failed;
+          return {ApplyOutcome::Result::kError, "deleting the finished job: " + Describe(e),
+                  outcome.status_written};
+        }
+      }
+    }
+  }
+  return outcome;
+}
+
+ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& object) {
+  const std::string kind = object.value("kind", "");
+  const std::string name = object["metadata"].value("name", "");
+  const std::string key = job.Key();
+  try {
+    ++writes_.creates;
+    client_.Create(ChildResource(kind), job.metadata.namespace_, object);
+    expectations_.Expect(key, {Expectation::Kind::kCreated, kind, name, "", ""});
+    return {};
+  } catch (const kube::ApiError& e) {
+    ++writes_.failed;
+    if (!kube::IsAlreadyExists(e)) {
+      return {ApplyOutcome::Result::kError, "creating " + kind + " " + name + ": " + Describe(e), false};
+    }
+  }
+  // The name is taken. Ours (a cache that lags behind): wait for the cache. Someone else's: say
+  // so on the job, since the planner would otherwise try again forever.
+  try {
+    const json existing = client_.Get(ChildResource(kind), job.metadata.namespace_, name);
+    if (planner::IsControlledBy(existing, job)) {
+      expectations_.Expect(key, {Expectation::Kind::kCreated, kind, name, "", ""});
+      return {};
+    }
+  } catch (const kube::ApiError& e) {
+    if (!kube::IsNotFound(e)) {
+      return {ApplyOutcome::Result::kError, "reading " + kind + " " + name + ": " + Describe(e), false};
+    }
+    return {ApplyOutcome::Result::kError, kind + " " + name + " was deleted while being created", false};
+  }
+  const std::string message = kind + " " + name + " already exists and is not owned by this TrainingJob; "
+                              "delete or rename it";
+  RecordEvent(job, {"Warning", "NameConflict", message});
+  return {ApplyOutcome::Result::kError, message, false};
+}
+
+void Applier::RecordEvent(const api::TrainingJob& job, const planner::RecordEvent& event) {
+  const std::string now = api::FormatTime(std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+  const json object = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"name", EventName(job.metadata.name)}, {"namespace", job.metadata.namespace_}}},
+      {"involvedObject",
+       {{"apiVersion", "ringleader.dev/v1alpha1"},
+        {"kind", "TrainingJob"},
+        {"name", job.metadata.name},
+        {"namespace", job.metadata.namespace_},
+        {"uid", job.metadata.uid},
+        {"resourceVersion", job.metadata.resource_version}}},
+      {"type", event.type},
+      {"reason", event.reason},
+      {"message", event.message},
+      {"source", {{"component", "ringleader-operator"}}},
+      {"reportingComponent", "ringleader.dev/operator"},
+      {"reportingInstance", reporting_instance_},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  if (metrics_ != nullptr) {
+    metrics_->CountEvent(event.type, event.reason);
+  }
+  try {
+    ++writes_.events;
+    client_.Create(kube::Events(), job.metadata.namespace_, object);
+  } catch (const kube::ApiError& e) {
+    // An Event is a courtesy; losing one must not stop the reconcile.
+    ++writes_.failed;
+    logger_.Warn("could not record event",
+                 {{"job", job.Key()}, {"reason", event.reason}, {"error", Describe(e)}});
+  }
+}
+
+}  // namespace ringleader::runtime

@@ -1,0 +1,501 @@
+// Controller: caches, queue, workers; each job planned from the caches and the port ledger.
+#include "operator/runtime/controller.h"
+
+#include <openssl/rand.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "operator/api/field_error.h"
+#include "operator/planner/children_builder.h"
+#include "operator/runtime/operator_metrics.h"
+
+namespace ringleader::runtime {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kUidIndexPrefix = "uid:";
+
+const json& Meta(const json& object) {
+  static const json kEmpty = json::object();
+  const auto it = object.find("metadata");
+  return it != object.end() && it->is_object() ? *it : kEmpty;
+}
+
+std::string Label(const json& object, std::string_view name) {
+  const json& meta = Meta(object);
+  const auto labels = meta.find("labels");
+  if (labels == meta.end() || !labels->is_object()) {
+    return "";
+  }
+  const auto it = labels->find(name);
+  return it != labels->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Children are found by the job they name in their labels; ownership is checked when planning.
+std::vector<std::string> OwnerIndex(const json& object) {
+  std::vector<std::string> values;
+  const std::string job = Label(object, planner::kJobNameLabel);
+  if (!job.empty()) {
+    values.push_back(Meta(object).value("namespace", "") + "/" + job);
+  }
+  const std::string uid = Label(object, planner::kJobUidLabel);
+  if (!uid.empty()) {
+    values.push_back(std::string(kUidIndexPrefix) + uid);
+  }
+  return values;
+}
+
+// The planner reads only metadata and status of children: the rest (a Pod's spec, a Secret's
+// data) is not kept, which is most of the operator's memory with thousands of Pods.
+void KeepMetadataAndStatus(json& object) {
+  json kept = json::object();
+  for (const char* field : {"apiVersion", "kind", "metadata", "status"}) {
+    if (auto it = object.find(field); it != object.end()) {
+      kept[field] = std::move(*it);
+    }
+  }
+  if (kept.contains("metadata") && kept["metadata"].is_object()) {
+    kept["metadata"].erase("managedFields");
+    kept["metadata"].erase("annotations");
+  }
+  object = std::move(kept);
+}
+
+void KeepMetadata(json& object) {
+  KeepMetadataAndStatus(object);
+  object.erase("status");
+}
+
+std::string FreshToken() {
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    throw std::runtime_error("OpenSSL could not generate a job token");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char byte : bytes) {
+    token.push_back(kHex[byte >> 4]);
+    token.push_back(kHex[byte & 15]);
+  }
+  return token;
+}
+
+api::Time Now() { return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()); }
+
+InformerOptions ChildInformer(kube::Resource resource, const std::vector<std::string>& namespaces,
+                              void (*transform)(json&)) {
+  InformerOptions options;
+  options.resource = std::move(resource);
+  options.namespaces = namespaces;
+  options.label_selector = std::string(planner::kManagedByLabel) + "=" + std::string(planner::kManagedByValue);
+  options.transform = transform;
+  options.index = OwnerIndex;
+  return options;
+}
+
+InformerOptions JobInformer(const std::vector<std::string>& namespaces) {
+  InformerOptions options;
+  options.resource = kube::TrainingJobs();
+  options.namespaces = namespaces;
+  return options;
+}
+
+// The status of a job that cannot even be parsed (a hostile or hand-edited object that the
+// CRD's schema did not stop): Failed, naming the fields.
+json InvalidStatus(const json& object, const std::string& message) {
+  json status = object.contains("status") && object["status"].is_object() ? object["status"] : json::object();
+  json conditions = json::array();
+  if (status.contains("conditions") && status["conditions"].is_array()) {
+    for (const json& condition : status["conditions"]) {
+      if (condition.is_object() && condition.value("type", "") != planner::kFailed) {
+        conditions.push_back(condition);
+      }
+    }
+  }
+  conditions.push_back({{"type", planner::kFailed},
+                        {"status", "True"},
+                        {"reason", "InvalidSpec"},
+                        {"message", message},
+                        {"lastTransitionTime", api::FormatTime(Now())}});
+  status["conditions"] = conditions;
+  status["state"] = "Failed";
+  return status;
+}
+
+}  // namespace
+
+Controller::Controller(kube::Client& client, ControllerOptions options, Logger& logger,
+                       OperatorMetrics* metrics, SummaryReader* summary_reader)
+    : client_(client),
+      options_(std::move(options)),
+      logger_(logger),
+      metrics_(metrics),
+      summary_reader_(summary_reader),
+      queue_(options_.queue),
+      applier_(client, expectations_, logger, metrics, options_.identity),
+      jobs_(client, JobInformer(options_.namespaces)),
+      pods_(client, ChildInformer(kube::Pods(), options_.namespaces, KeepMetadataAndStatus)),
+      services_(client, ChildInformer(kube::Services(), options_.namespaces, KeepMetadata)),
+      secrets_(client, ChildInformer(kube::Secrets(), options_.namespaces, KeepMetadata)),
+      ledger_(options_.port_range) {
+  jobs_.AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
+    if (after) {
+      queue_.Add(ObjectKey(*after));
+      return;
+    }
+    // Deleted: garbage collection removes its children; its block is freed once no Pod of it
+    // is left to hold the ports.
+    const std::string uid = Meta(*before).value("uid", "");
+    {
+      std::lock_guard lock(ledger_mutex_);
+      if (ledger_.Find(uid)) {
+        releasing_[uid] = Meta(*before).value("namespace", "");
+      }
+    }
+    ReleaseIfPodsGone(uid);
+    queue_.Add(ObjectKey(*before));
+  });
+  pods_.AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
+    EnqueueOwner(after ? after : before);
+    if (!after) {
+      ReleaseIfPodsGone(Label(*before, planner::kJobUidLabel));
+    }
+  });
+  for (Informer* informer : {&services_, &secrets_}) {
+    informer->AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
+      EnqueueOwner(after ? after : before);
+    });
+  }
+}
+
+Controller::~Controller() {
+  queue_.ShutDown();
+  jobs_.Stop();
+  pods_.Stop();
+  services_.Stop();
+  secrets_.Stop();
+}
+
+void Controller::EnqueueOwner(const ObjectPtr& object) {
+  const std::string job = Label(*object, planner::kJobNameLabel);
+  if (!job.empty()) {
+    queue_.Add(Meta(*object).value("namespace", "") + "/" + job);
+  }
+}
+
+void Controller::ReleaseIfPodsGone(const std::string& uid) {
+  if (uid.empty()) {
+    return;
+  }
+  {
+    std::lock_guard lock(ledger_mutex_);
+    if (!releasing_.contains(uid)) {
+      return;
+    }
+  }
+  if (!pods_.ByIndex(std::string(kUidIndexPrefix) + uid).empty()) {
+    return;
+  }
+  {
+    std::lock_guard lock(ledger_mutex_);
+    if (releasing_.erase(uid) == 0) {
+      return;
+    }
+    ledger_.Release(uid);
+  }
+  logger_.Info("released the ports of a deleted job", {{"uid", uid}});
+  EnqueuePortWaiters();
+}
+
+void Controller::EnqueuePortWaiters() {
+  for (const ObjectPtr& job : jobs_.List()) {
+    const auto status = job->find("status");
+    if (status == job->end() || !status->is_object() || !status->contains("ports")) {
+      queue_.Add(ObjectKey(*job));
+    }
+  }
+}
+
+std::string Controller::NotReadyReason() const {
+  if (running_.load()) {
+    return "";
+  }
+  return "caches are not synced yet";
+}
+
+void Controller::RebuildLedger() {
+  // Oldest first: if two jobs' status ever claimed the same ports, the older keeps them.
+  std::vector<ObjectPtr> jobs = jobs_.List();
+  std::sort(jobs.begin(), jobs.end(), [](const ObjectPtr& a, const ObjectPtr& b) {
+    const std::string ta = Meta(*a).value("creationTimestamp", "");
+    const std::string tb = Meta(*b).value("creationTimestamp", "");
+    return ta != tb ? ta < tb : ObjectKey(*a) < ObjectKey(*b);
+  });
+  std::vector<std::pair<std::string, ports::PortBlock>> held;
+  for (const ObjectPtr& job : jobs) {
+    const json& status = job->contains("status") ? (*job)["status"] : json::object();
+    if (!status.is_object() || !status.contains("ports") || !status["ports"].is_object() ||
+        status.value("portsReleased", false)) {
+      continue;
+    }
+    const json& master = status["ports"]["master"];
+    if (master.is_number_integer()) {
+      held.emplace_back(Meta(*job).value("uid", ""), ports::PortBlock{master.get<std::int32_t>()});
+    }
+  }
+  std::vector<std::string> conflicts;
+  std::lock_guard lock(ledger_mutex_);
+  ledger_ = ports::PortLedger::Rebuild(options_.port_range, held, &conflicts);
+  for (const std::string& uid : conflicts) {
+    logger_.Error("a job's status claims ports an older job holds", {{"uid", uid}});
+  }
+  logger_.Info("port ledger rebuilt from status", {{"jobs", ledger_.jobs()}, {"conflicts", conflicts.size()}});
+}
+
+void Controller::Run(std::stop_token stop) {
+  jobs_.Start();
+  pods_.Start();
+  services_.Start();
+  secrets_.Start();
+  while (!stop.stop_requested() &&
+         !(jobs_.HasSynced() && pods_.HasSynced() && services_.HasSynced() && secrets_.HasSynced())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!stop.stop_requested()) {
+    RebuildLedger();
+    logger_.Info("caches synced", {{"jobs", jobs_.Size()}, {"pods", pods_.Size()}});
+    for (const ObjectPtr& job : jobs_.List()) {
+      queue_.Add(ObjectKey(*job));
+    }
+    running_ = true;
+    std::vector<std::jthread> workers;
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      workers.emplace_back([this, stop] { Work(stop); });
+    }
+    auto next_resync = std::chrono::steady_clock::now() + options_.resync_period;
+    while (!stop.stop_requested()) {
+      PublishGauges();
+      if (std::chrono::steady_clock::now() >= next_resync) {
+        for (const ObjectPtr& job : jobs_.List()) {
+          queue_.Add(ObjectKey(*job));
+        }
+        next_resync = std::chrono::steady_clock::now() + options_.resync_period;
+      }
+      kube::RealClock().SleepFor(std::chrono::seconds(1), stop);
+    }
+    running_ = false;
+    queue_.ShutDown();
+  }
+  queue_.ShutDown();
+  jobs_.Stop();
+  pods_.Stop();
+  services_.Stop();
+  secrets_.Stop();
+}
+
+void Controller::Work(std::stop_token stop) {
+  while (auto item = queue_.Get(stop)) {
+    if (metrics_ != nullptr) {
+      metrics_->ObserveQueueWait(std::chrono::duration<double>(item->waited).count());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    std::string result;
+    try {
+      result = Reconcile(item->key);
+    } catch (const std::exception& e) {
+      // The planner and applier report through results; anything thrown is a surprise, and
+      // one bad object must not take the operator down.
+      logger_.Error("reconcile failed", {{"job", item->key}, {"error", e.what()}});
+      queue_.AddRateLimited(item->key);
+      result = "error";
+    }
+    ++reconciles_;
+    if (metrics_ != nullptr) {
+      metrics_->ObserveReconcile(result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    queue_.Done(item->key);
+  }
+}
+
+bool Controller::ExpectationMet(const std::string& job_key, const Expectation& expectation) {
+  const std::string ns = job_key.substr(0, job_key.find('/'));
+  if (expectation.kind == Expectation::Kind::kJobVersionGone) {
+    const ObjectPtr job = jobs_.Get(job_key);
+    return !job || Meta(*job).value("resourceVersion", "") != expectation.resource_version;
+  }
+  const Informer& informer = expectation.object_kind == "Pod"       ? pods_
+                             : expectation.object_kind == "Service" ? services_
+                                                                    : secrets_;
+  const ObjectPtr object = informer.Get(ns + "/" + expectation.name);
+  if (expectation.kind == Expectation::Kind::kCreated) {
+    return object != nullptr;
+  }
+  return !object || Meta(*object).value("uid", "") != expectation.uid ||
+         Meta(*object).contains("deletionTimestamp");
+}
+
+std::string Controller::ReconcileGone(const std::string& key) {
+  expectations_.Forget(key);
+  queue_.Forget(key);
+  return "success";
+}
+
+std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJob& job,
+                                                            const std::vector<ObjectPtr>& pods) {
+  std::lock_guard lock(summary_mutex_);
+  auto& [read_at, summary] = summaries_[job.metadata.uid];
+  if (summary_reader_ == nullptr || job.status.state != "Running" || !job.status.ports) {
+    return summary;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (read_at != std::chrono::steady_clock::time_point{} && now - read_at < options_.summary_interval) {
+    return summary;
+  }
+  for (const ObjectPtr& pod : pods) {
+    if (Label(*pod, planner::kRankLabel) != "0" ||
+        Label(*pod, planner::kAttemptLabel) != std::to_string(job.status.restarts)) {
+      continue;
+    }
+    const std::string ip = pod->contains("status") ? (*pod)["status"].value("podIP", "") : "";
+    if (ip.empty()) {
+      break;
+    }
+    read_at = now;
+    std::string error;
+    if (auto read = summary_reader_->Read(ip, job.status.ports->metrics, &error)) {
+      summary = std::move(read);
+    } else {
+      logger_.Warn("could not read the rank-0 summary", {{"job", job.Key()}, {"error", error}});
+    }
+    break;
+  }
+  return summary;
+}
+
+std::string Controller::Reconcile(const std::string& key) {
+  const ObjectPtr object = jobs_.Get(key);
+  if (!object) {
+    return ReconcileGone(key);
+  }
+  if (!expectations_.Satisfied(key, [&](const Expectation& e) { return ExpectationMet(key, e); })) {
+    // The watch event that meets them enqueues the key; this is only the safety net.
+    queue_.AddAfter(key, std::chrono::seconds(5));
+    return "requeue";
+  }
+  api::FieldErrors errors;
+  const api::TrainingJob job = api::TrainingJob::FromJson(*object, &errors);
+  if (!errors.empty()) {
+    const std::string message = api::JoinErrors(errors);
+    const json current = object->contains("status") ? (*object)["status"] : json();
+    if (current.is_object() && current.value("state", "") == "Failed") {
+      for (const json& condition : current.value("conditions", json::array())) {
+        if (condition.is_object() && condition.value("reason", "") == "InvalidSpec" &&
+            condition.value("message", "") == message) {
+          return "success";  // already reported
+        }
+      }
+    }
+    logger_.Warn("invalid TrainingJob", {{"job", key}, {"error", message}});
+    json updated = *object;
+    updated["status"] = InvalidStatus(*object, message);
+    try {
+      client_.UpdateStatus(kube::TrainingJobs(), job.metadata.namespace_, updated);
+      applier_.RecordEvent(job, {"Warning", "InvalidSpec", message});
+    } catch (const kube::ApiError& e) {
+      queue_.AddRateLimited(key);
+      return kube::IsConflict(e) ? "conflict" : "error";
+    }
+    return "success";
+  }
+  if (job.metadata.deletion_timestamp.has_value()) {
+    return "success";  // garbage collection removes the children
+  }
+
+  planner::Observed observed;
+  observed.job = job;
+  std::vector<ObjectPtr> pods;
+  for (const ObjectPtr& pod : pods_.ByIndex(key)) {
+    if (planner::IsControlledBy(*pod, job)) {
+      pods.push_back(pod);
+      observed.pods.push_back(*pod);
+    }
+  }
+  if (const ObjectPtr service = services_.Get(key); service && planner::IsControlledBy(*service, job)) {
+    observed.service = *service;
+  }
+  const ObjectPtr secret = secrets_.Get(job.metadata.namespace_ + "/" + planner::SecretName(job));
+  if (secret && planner::IsControlledBy(*secret, job)) {
+    observed.secret = *secret;
+  } else {
+    observed.fresh_token = FreshToken();
+  }
+  observed.summary = Summary(job, pods);
+  observed.now = Now();
+
+  planner::Plan plan;
+  {
+    std::lock_guard lock(ledger_mutex_);
+    observed.ledger = &ledger_;
+    plan = planner::MakePlan(observed, options_.planner);
+    // Reserved before the status write: a block may stay reserved for a job whose write failed
+    // (it is proposed to the same job again), but is never handed to a second job.
+    if (plan.reserve_ports && !ledger_.Reserve(job.metadata.uid, *plan.reserve_ports)) {
+      logger_.Error("the planner proposed a block another job holds", {{"job", key}});
+      queue_.AddRateLimited(key);
+      return "error";
+    }
+  }
+
+  const ApplyOutcome outcome = applier_.Apply(*object, job, plan);
+  switch (outcome.result) {
+    case ApplyOutcome::Result::kConflict:
+      queue_.AddRateLimited(key);
+      return "conflict";
+    case ApplyOutcome::Result::kError:
+      logger_.Warn("applying the plan failed", {{"job", key}, {"error", outcome.error}});
+      queue_.AddRateLimited(key);
+      return "error";
+    case ApplyOutcome::Result::kDone:
+      break;
+  }
+  if (plan.release_ports) {
+    {
+      std::lock_guard lock(ledger_mutex_);
+      ledger_.Release(job.metadata.uid);
+    }
+    EnqueuePortWaiters();
+  }
+  queue_.Forget(key);
+  auto requeue = plan.requeue_after;
+  if (summary_reader_ != nullptr && job.status.state == "Running") {
+    requeue = requeue ? std::min(*requeue, options_.summary_interval) : options_.summary_interval;
+  }
+  if (requeue) {
+    queue_.AddAfter(key, *requeue);
+  }
+  return "success";
+}
+
+void Controller::PublishGauges() {
+  if (metrics_ == nullptr) {
+    return;
+  }
+  std::map<std::string, int> states;
+  for (const ObjectPtr& job : jobs_.List()) {
+    std::string state = "Pending";
+    if (job->contains("status") && (*job)["status"].is_object()) {
+      state = (*job)["status"].value("state", "Pending");
+    }
+    ++states[state.empty() ? "Pending" : state];
+  }
+  metrics_->SetJobsByState(states);
+  metrics_->SetQueueDepth(static_cast<double>(queue_.Depth()));
+  std::lock_guard lock(ledger_mutex_);
+  metrics_->SetPorts(static_cast<double>(ledger_.jobs() * contract::kPortsPerJob),
+                     static_cast<double>(ledger_.capacity() * contract::kPortsPerJob));
+}
+
+}  // namespace ringleader::runtime

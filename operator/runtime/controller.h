@@ -1,0 +1,106 @@
+// The TrainingJob controller: informers for jobs and the Pods, Services and Secrets the
+// operator owns, a work queue of job keys, workers that plan each job (planner::MakePlan) and
+// apply the plan, and the port ledger rebuilt from every job's status before any job is
+// planned. Run it only while leading.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "operator/kube/client.h"
+#include "operator/planner/plan.h"
+#include "operator/ports/port_ledger.h"
+#include "operator/runtime/applier.h"
+#include "operator/runtime/expectations.h"
+#include "operator/runtime/informer.h"
+#include "operator/runtime/logger.h"
+#include "operator/runtime/summary_reader.h"
+#include "operator/runtime/work_queue.h"
+
+namespace ringleader::runtime {
+
+class OperatorMetrics;
+
+struct ControllerOptions {
+  planner::PlannerConfig planner;
+  ports::PortRange port_range{61000, 65535};
+  std::vector<std::string> namespaces;  // empty: all
+  int workers = 4;
+  std::chrono::seconds resync_period{300};
+  // How often a running job's rank-0 summary is read into its status.
+  std::chrono::seconds summary_interval{60};
+  WorkQueueOptions queue;
+  std::string identity = "ringleader-operator";  // reportingInstance of Events
+};
+
+class Controller {
+ public:
+  // `summary_reader` and `metrics` may be null. Everything must outlive the controller.
+  Controller(kube::Client& client, ControllerOptions options, Logger& logger,
+             OperatorMetrics* metrics, SummaryReader* summary_reader);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informers, waits for their first lists, rebuilds the port ledger, then runs the
+  // workers until `stop` is requested. Returns after every worker and informer stopped.
+  void Run(std::stop_token stop);
+
+  // "" once the caches are synced and the workers run; the reason otherwise.
+  std::string NotReadyReason() const;
+
+  const WriteCounts& writes() const { return applier_.writes(); }
+  std::size_t QueueDepth() const { return queue_.Depth() + queue_.Delayed() + queue_.Processing(); }
+  // Reconciles finished since Run began.
+  std::int64_t reconciles() const { return reconciles_.load(); }
+
+ private:
+  void RebuildLedger();
+  void Work(std::stop_token stop);
+  // One key; returns the result label for metrics.
+  std::string Reconcile(const std::string& key);
+  std::string ReconcileGone(const std::string& key);
+  bool ExpectationMet(const std::string& job_key, const Expectation& expectation);
+  std::optional<api::CommunicationStatus> Summary(const api::TrainingJob& job,
+                                                  const std::vector<ObjectPtr>& pods);
+  void EnqueueOwner(const ObjectPtr& object);
+  void ReleaseIfPodsGone(const std::string& uid);
+  // A block was freed: jobs still waiting for ports are planned again now.
+  void EnqueuePortWaiters();
+  void PublishGauges();
+
+  kube::Client& client_;
+  const ControllerOptions options_;
+  Logger& logger_;
+  OperatorMetrics* metrics_;
+  SummaryReader* summary_reader_;
+  WorkQueue queue_;
+  Expectations expectations_;
+  Applier applier_;
+  Informer jobs_;
+  Informer pods_;
+  Informer services_;
+  Informer secrets_;
+
+  // Guards the ledger; held from planning a job through reserving its block, so two workers
+  // never propose the same free block.
+  mutable std::mutex ledger_mutex_;
+  ports::PortLedger ledger_;
+  // uid of deleted jobs whose Pods may still hold their ports -> namespace.
+  std::map<std::string, std::string> releasing_;
+  // job uid -> (last read, summary)
+  std::mutex summary_mutex_;
+  std::map<std::string, std::pair<std::chrono::steady_clock::time_point,
+                                  std::optional<api::CommunicationStatus>>> summaries_;
+
+  std::atomic<bool> running_{false};
+  std::atomic<std::int64_t> reconciles_{0};
+};
+
+}  // namespace ringleader::runtime

@@ -1,0 +1,197 @@
+// The /summary JSON: written by the sidecar, checked member by member by the operator.
+#include "sidecar/contract/summary.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace ringleader::contract {
+namespace {
+
+using nlohmann::json;
+
+// A summary is a handful of short members; anything larger is not one.
+constexpr std::size_t kMaxSummaryBytes = 64 * 1024;
+constexpr std::size_t kMaxQuotedValue = 64;
+
+// The offending value for an error message, cut short so a bad answer cannot flood the log.
+// Arrays and objects are only named: dumping one recurses once per nesting level, and a 64 KiB
+// body can nest 32,768 deep.
+std::string Quote(const json& value) {
+  if (value.is_array()) {
+    return "an array";
+  }
+  if (value.is_object()) {
+    return "an object";
+  }
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kMaxQuotedValue) {
+    text = text.substr(0, kMaxQuotedValue) + "...";
+  }
+  return text;
+}
+
+bool AllDigits(std::string_view text, std::size_t from, std::size_t count) {
+  if (from + count > text.size()) {
+    return false;
+  }
+  for (std::size_t i = from; i < from + count; ++i) {
+    if (text[i] < '0' || text[i] > '9') {
+      return false;
+    }
+  }
+  return true;
+}
+
+int Number(std::string_view text, std::size_t from, std::size_t count) {
+  int value = 0;
+  for (std::size_t i = from; i < from + count; ++i) {
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+// YYYY-MM-DDTHH:MM:SS[.fraction]Z with a real calendar date: the UTC form of RFC 3339.
+bool IsRfc3339Utc(std::string_view text) {
+  if (text.size() < 20 || !AllDigits(text, 0, 4) || text[4] != '-' || !AllDigits(text, 5, 2) ||
+      text[7] != '-' || !AllDigits(text, 8, 2) || text[10] != 'T' || !AllDigits(text, 11, 2) ||
+      text[13] != ':' || !AllDigits(text, 14, 2) || text[16] != ':' || !AllDigits(text, 17, 2)) {
+    return false;
+  }
+  const int year = Number(text, 0, 4);
+  const int month = Number(text, 5, 2);
+  const int day = Number(text, 8, 2);
+  if (month < 1 || month > 12 || day < 1 || Number(text, 11, 2) > 23 || Number(text, 14, 2) > 59 ||
+      Number(text, 17, 2) > 60) {
+    return false;
+  }
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (day > kDays[month - 1] + (month == 2 && leap ? 1 : 0)) {
+    return false;
+  }
+  std::size_t pos = 19;
+  if (text[pos] == '.') {
+    const std::size_t digits_from = ++pos;
+    while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+      ++pos;
+    }
+    if (pos == digits_from) {
+      return false;
+    }
+  }
+  return pos + 1 == text.size() && text[pos] == 'Z';
+}
+
+bool Fail(std::string* error, std::string message) {
+  if (error != nullptr) {
+    *error = std::move(message);
+  }
+  return false;
+}
+
+// Optional members: absent and null both mean "not reported".
+const json* FindOptional(const json& object, const char* key) {
+  const auto it = object.find(key);
+  return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+bool ReadSummary(const json& object, Summary* out, std::string* error) {
+  if (!object.is_object()) {
+    return Fail(error, "summary must be a JSON object, got " + Quote(object));
+  }
+
+  const auto backend = object.find("backend");
+  if (backend == object.end()) {
+    return Fail(error, "backend: required");
+  }
+  if (!backend->is_string() || (*backend != "gloo" && *backend != "nccl")) {
+    return Fail(error, "backend: must be \"gloo\" or \"nccl\", got " + Quote(*backend));
+  }
+  out->backend = backend->get<std::string>();
+
+  const auto preflight = object.find("preflight");
+  if (preflight == object.end()) {
+    return Fail(error, "preflight: required");
+  }
+  if (!preflight->is_string() ||
+      (*preflight != "" && *preflight != "Passed" && *preflight != "Failed")) {
+    return Fail(error, "preflight: must be \"\", \"Passed\" or \"Failed\", got " + Quote(*preflight));
+  }
+  out->preflight = preflight->get<std::string>();
+
+  if (const json* time = FindOptional(object, "lastProbeTime")) {
+    if (!time->is_string() || !IsRfc3339Utc(time->get_ref<const std::string&>())) {
+      return Fail(error, "lastProbeTime: must be an RFC 3339 UTC time such as "
+                         "2026-11-29T18:00:00Z, got " + Quote(*time));
+    }
+    out->last_probe_time = time->get<std::string>();
+  }
+
+  if (const json* bandwidth = FindOptional(object, "allReduceBusBandwidthBytesPerSecond")) {
+    const double value = bandwidth->is_number() ? bandwidth->get<double>() : -1;
+    if (!std::isfinite(value) || value < 0) {
+      return Fail(error, "allReduceBusBandwidthBytesPerSecond: must be a finite number >= 0, got " +
+                             Quote(*bandwidth));
+    }
+    out->all_reduce_bus_bandwidth = value;
+  }
+
+  if (const json* rank = FindOptional(object, "slowestRank")) {
+    bool valid = false;
+    if (rank->is_number_unsigned()) {
+      valid = rank->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max());
+    } else if (rank->is_number_integer()) {
+      const std::int64_t value = rank->get<std::int64_t>();
+      valid = value >= 0 && value <= std::numeric_limits<int>::max();
+    }
+    if (!valid) {
+      return Fail(error, "slowestRank: must be an integer >= 0, got " + Quote(*rank));
+    }
+    out->slowest_rank = rank->get<int>();
+  }
+  return true;
+}
+
+}  // namespace
+
+json SummaryToJson(const Summary& summary) {
+  json out = {{"backend", summary.backend}, {"preflight", summary.preflight}};
+  if (!summary.last_probe_time.empty()) {
+    out["lastProbeTime"] = summary.last_probe_time;
+  }
+  if (summary.all_reduce_bus_bandwidth) {
+    out["allReduceBusBandwidthBytesPerSecond"] = *summary.all_reduce_bus_bandwidth;
+  }
+  if (summary.slowest_rank) {
+    out["slowestRank"] = *summary.slowest_rank;
+  }
+  return out;
+}
+
+std::optional<Summary> SummaryFromJson(std::string_view text, std::string* error) {
+  if (text.size() > kMaxSummaryBytes) {
+    Fail(error, "summary is " + std::to_string(text.size()) + " bytes, over the limit of " +
+                    std::to_string(kMaxSummaryBytes));
+    return std::nullopt;
+  }
+  try {
+    const json object = json::parse(text);
+    Summary summary;
+    if (!ReadSummary(object, &summary, error)) {
+      return std::nullopt;
+    }
+    return summary;
+  } catch (const json::exception& e) {
+    Fail(error, std::string("summary is not valid JSON: ") + e.what());
+  } catch (const std::exception& e) {
+    Fail(error, std::string("summary could not be read: ") + e.what());
+  }
+  return std::nullopt;
+}
+
+}  // namespace ringleader::contract

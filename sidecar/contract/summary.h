@@ -1,0 +1,34 @@
+// The JSON the sidecar serves at /summary and the operator reads from rank 0 (one definition
+// for both sides):
+//   {"backend": "gloo"|"nccl",
+//    "preflight": ""|"Passed"|"Failed",
+//    "lastProbeTime": "2026-11-29T18:00:00Z" (RFC 3339 UTC, optional),
+//    "allReduceBusBandwidthBytesPerSecond": 1.18e10 (finite number >= 0, optional),
+//    "slowestRank": 3 (integer >= 0, optional)}
+// Unknown members are ignored so either side can add some.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace ringleader::contract {
+
+struct Summary {
+  std::string backend;
+  std::string preflight;
+  std::string last_probe_time;  // "" when no probe ran yet
+  std::optional<double> all_reduce_bus_bandwidth;  // bytes per second
+  std::optional<int> slowest_rank;
+  bool operator==(const Summary&) const = default;
+};
+
+nlohmann::json SummaryToJson(const Summary& summary);
+
+// Parses and checks the JSON above; nullopt with the offending member named in *error
+// (e.g. "slowestRank: must be an integer >= 0"). Never throws.
+std::optional<Summary> SummaryFromJson(std::string_view text, std::string* error = nullptr);
+
+}  // namespace ringleader::contract

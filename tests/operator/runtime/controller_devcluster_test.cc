@@ -1,0 +1,456 @@
+// The controller against devcluster (real HTTPS, real watches, no mocks): a TrainingJob's
+// Service, Secret and Pods appear with the exact contract; its ports reach status before any
+// Pod exists; Pod phases driven here as a kubelet would move it to Running and Succeeded; a
+// failed Pod restarts the gang; backoffLimit ends it; suspend/resume; deletion frees its ports;
+// hostile objects are reported and the operator keeps running.
+#include <gtest/gtest.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "operator/kube/client.h"
+#include "operator/kube/config.h"
+#include "operator/runtime/controller.h"
+#include "operator/runtime/operator_metrics.h"
+#include "operator/yaml/yaml_to_json.h"
+#include "tests/devcluster/devcluster.h"
+
+namespace ringleader::runtime {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::filesystem::path MakeTempDir() {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("ringleader-ctl-it-" + std::to_string(rd()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+json Job(const std::string& name, int replicas) {
+  return {{"apiVersion", "ringleader.dev/v1alpha1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"template",
+             {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "example/trainer:1"}}})}}}}}}}};
+}
+
+std::string Env(const json& container, const std::string& name) {
+  for (const json& entry : container.value("env", json::array())) {
+    if (entry.value("name", "") == name) {
+      return entry.value("value", "<from>");
+    }
+  }
+  return "<unset>";
+}
+
+const json* Condition(const json& job, const std::string& type) {
+  if (!job.contains("status") || !job["status"].contains("conditions")) {
+    return nullptr;
+  }
+  for (const json& condition : job["status"]["conditions"]) {
+    if (condition.value("type", "") == type) {
+      return &condition;
+    }
+  }
+  return nullptr;
+}
+
+bool ConditionTrue(const json& job, const std::string& type) {
+  const json* condition = Condition(job, type);
+  return condition != nullptr && condition->value("status", "") == "True";
+}
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string()});
+    kube::ClientOptions client_options;
+    client_options.qps = 0;
+    client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
+    client_->Create(kube::CustomResourceDefinitions(), "",
+                    yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+  }
+
+  void StartController(ports::PortRange range = {61000, 61099}) {
+    ControllerOptions options;
+    options.port_range = range;
+    options.planner.validation.port_range_first = range.first;
+    options.planner.validation.port_range_last = range.last;
+    options.workers = 2;
+    options.queue.base_delay = milliseconds(5);
+    options.queue.max_delay = milliseconds(500);
+    kube::ClientOptions client_options;
+    client_options.qps = 0;
+    operator_client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
+    metrics_ = std::make_unique<OperatorMetrics>(registry_);
+    controller_ = std::make_unique<Controller>(*operator_client_, options, logger_, metrics_.get(), nullptr);
+    thread_ = std::jthread([this](std::stop_token stop) { controller_->Run(stop); });
+  }
+
+  void TearDown() override {
+    thread_.request_stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+    if (HasFailure()) {
+      const std::string log = log_stream_.str();
+      std::cerr << "operator log (last 6000 bytes):\n" << log.substr(log.size() > 6000 ? log.size() - 6000 : 0);
+    }
+    controller_.reset();
+    cluster_->Stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  // Polls the API (not the operator's caches) until `predicate` holds.
+  bool Eventually(const std::function<bool()>& predicate, seconds timeout = seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        if (predicate()) {
+          return true;
+        }
+      } catch (const kube::ApiError&) {
+        // not there yet
+      }
+      std::this_thread::sleep_for(milliseconds(25));
+    }
+    return false;
+  }
+
+  json GetJob(const std::string& name) { return client_->Get(kube::TrainingJobs(), "default", name); }
+
+  std::vector<json> Pods(const std::string& job) {
+    kube::ListOptions options;
+    options.label_selector = "ringleader.dev/job-name=" + job;
+    return client_->List(kube::Pods(), "default", options).items;
+  }
+
+  // Sets a Pod's status as the kubelet would: phase, the sidecar's startup, Ready.
+  void SetPodStatus(const std::string& name, const std::string& phase, int exit_code = 0) {
+    json status = {{"phase", phase},
+                   {"initContainerStatuses",
+                    json::array({{{"name", "ringleader-sidecar"}, {"started", phase == "Running"}, {"ready", phase == "Running"}}})},
+                   {"conditions", json::array({{{"type", "Ready"}, {"status", phase == "Running" ? "True" : "False"}}})}};
+    if (phase == "Failed") {
+      status["containerStatuses"] = json::array(
+          {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}});
+    }
+    client_->PatchStatus(kube::Pods(), "default", name, kube::PatchType::kMerge, {{"status", status}});
+  }
+
+  void SetAllPods(const std::string& job, const std::string& phase) {
+    for (const json& pod : Pods(job)) {
+      SetPodStatus(pod["metadata"]["name"], phase);
+    }
+  }
+
+  std::vector<json> Events(const std::string& reason) {
+    std::vector<json> found;
+    for (const json& event : client_->List(kube::Events(), "default").items) {
+      if (event.value("reason", "") == reason) {
+        found.push_back(event);
+      }
+    }
+    return found;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<devcluster::DevCluster> cluster_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Client> operator_client_;
+  std::ostringstream log_stream_;
+  Logger logger_{LogFormat::kJson, &log_stream_};
+  prometheus::Registry registry_;
+  std::unique_ptr<OperatorMetrics> metrics_;
+  std::unique_ptr<Controller> controller_;
+  std::jthread thread_;
+};
+
+TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
+  // Every TrainingJob and Pod change, in resourceVersion order (devcluster's versions are one
+  // global counter), so "ports in status before any Pod" is checked on the server's own order.
+  std::mutex mutex;
+  std::int64_t ports_rv = 0;
+  std::int64_t first_pod_rv = 0;
+  std::jthread job_watch([&](std::stop_token stop) {
+    kube::WatchOptions options;
+    options.resource_version = "0";
+    client_->Watch(kube::TrainingJobs(), "default", options, [&](const kube::WatchEvent& event) {
+      if (event.object.contains("status") && event.object["status"].contains("ports")) {
+        std::lock_guard lock(mutex);
+        const std::int64_t rv = std::stoll(kube::ResourceVersionOf(event.object));
+        ports_rv = ports_rv == 0 ? rv : std::min(ports_rv, rv);
+      }
+      return true;
+    }, stop);
+  });
+  std::jthread pod_watch([&](std::stop_token stop) {
+    kube::WatchOptions options;
+    options.resource_version = "0";
+    client_->Watch(kube::Pods(), "default", options, [&](const kube::WatchEvent& event) {
+      std::lock_guard lock(mutex);
+      const std::int64_t rv = std::stoll(kube::ResourceVersionOf(event.object));
+      first_pod_rv = first_pod_rv == 0 ? rv : std::min(first_pod_rv, rv);
+      return true;
+    }, stop);
+  });
+  StartController();
+  client_->Create(kube::TrainingJobs(), "default", Job("demo", 4));
+  ASSERT_TRUE(Eventually([&] { return Pods("demo").size() == 4; }));
+
+  const json job = GetJob("demo");
+  const json& ports = job["status"]["ports"];
+  ASSERT_TRUE(ports.is_object()) << job.dump();
+  EXPECT_GE(ports["master"].get<int>(), 61000);
+  EXPECT_EQ(ports["rendezvous"].get<int>(), ports["master"].get<int>() + 1);
+  EXPECT_TRUE(Eventually([&] {
+    std::lock_guard lock(mutex);
+    return ports_rv > 0 && first_pod_rv > 0;
+  }));
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_LT(ports_rv, first_pod_rv) << "the ports must be in status before the first Pod exists";
+  }
+
+  const json service = client_->Get(kube::Services(), "default", "demo");
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  const json secret = client_->Get(kube::Secrets(), "default", "demo-ringleader-token");
+  EXPECT_FALSE(secret["data"]["token"].get<std::string>().empty());
+
+  const json pod = client_->Get(kube::Pods(), "default", "demo-1");
+  const json& trainer = pod["spec"]["containers"][0];
+  EXPECT_EQ(Env(trainer, "RANK"), "1");
+  EXPECT_EQ(Env(trainer, "WORLD_SIZE"), "4");
+  EXPECT_EQ(Env(trainer, "MASTER_PORT"), std::to_string(ports["master"].get<int>()));
+  EXPECT_EQ(Env(trainer, "MASTER_ADDR"), "demo-0.demo.default.svc.cluster.local");
+  const json& sidecar = pod["spec"]["initContainers"][0];
+  EXPECT_EQ(sidecar["name"], "ringleader-sidecar");
+  EXPECT_EQ(sidecar["restartPolicy"], "Always");
+  EXPECT_EQ(Env(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), std::to_string(ports["rendezvous"].get<int>()));
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
+  EXPECT_FALSE(Events("PortsAssigned").empty());
+  EXPECT_FALSE(Events("PodsCreated").empty());
+}
+
+TEST_F(ControllerTest, DrivenPhasesMoveTheJobToRunningThenSucceeded) {
+  StartController();
+  client_->Create(kube::TrainingJobs(), "default", Job("phases", 3));
+  ASSERT_TRUE(Eventually([&] { return Pods("phases").size() == 3; }));
+  SetAllPods("phases", "Running");
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("phases"), "Running"); }))
+      << GetJob("phases")["status"].dump();
+  EXPECT_EQ(GetJob("phases")["status"]["state"], "Running");
+  SetAllPods("phases", "Succeeded");
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("phases"), "Succeeded"); }));
+  const json job = GetJob("phases");
+  EXPECT_EQ(job["status"]["state"], "Succeeded");
+  EXPECT_FALSE(ConditionTrue(job, "Running"));
+}
+
+TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
+  StartController();
+  json spec = Job("gang", 3);
+  spec["spec"]["runPolicy"]["backoffLimit"] = 1;
+  client_->Create(kube::TrainingJobs(), "default", spec);
+  ASSERT_TRUE(Eventually([&] { return Pods("gang").size() == 3; }));
+  SetAllPods("gang", "Running");
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("gang"), "Running"); }));
+  const std::string first_uid = client_->Get(kube::Pods(), "default", "gang-0")["metadata"]["uid"];
+
+  SetPodStatus("gang-2", "Failed", 137);
+  ASSERT_TRUE(Eventually([&] {
+    const auto pods = Pods("gang");
+    return pods.size() == 3 && std::all_of(pods.begin(), pods.end(), [](const json& pod) {
+             return pod["metadata"]["labels"]["ringleader.dev/attempt"] == "1";
+           });
+  }));
+  EXPECT_NE(client_->Get(kube::Pods(), "default", "gang-0")["metadata"]["uid"], first_uid)
+      << "every rank restarts, not only the failed one";
+  json job = GetJob("gang");
+  EXPECT_EQ(job["status"]["restarts"], 1);
+  const auto restarting = Events("Restarting");
+  const json* condition = Condition(job, "Restarting");
+  ASSERT_NE(condition, nullptr);
+  EXPECT_NE(condition->value("message", "").find("gang-2"), std::string::npos) << condition->dump();
+  EXPECT_NE(condition->value("message", "").find("137"), std::string::npos) << condition->dump();
+
+  SetAllPods("gang", "Running");
+  SetPodStatus("gang-1", "Failed", 1);
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("gang"), "Failed"); }));
+  job = GetJob("gang");
+  EXPECT_EQ(job["status"]["state"], "Failed");
+  EXPECT_EQ(Condition(job, "Failed")->value("reason", ""), "BackoffLimitExceeded");
+  EXPECT_NE(Condition(job, "Failed")->value("message", "").find("gang-1"), std::string::npos);
+}
+
+TEST_F(ControllerTest, SuspendDeletesPodsAndResumeBringsThemBackOnTheSamePorts) {
+  StartController();
+  client_->Create(kube::TrainingJobs(), "default", Job("pause", 2));
+  ASSERT_TRUE(Eventually([&] { return Pods("pause").size() == 2; }));
+  const json ports = GetJob("pause")["status"]["ports"];
+  client_->Patch(kube::TrainingJobs(), "default", "pause", kube::PatchType::kMerge,
+                 {{"spec", {{"runPolicy", {{"suspend", true}}}}}});
+  ASSERT_TRUE(Eventually([&] { return Pods("pause").empty() && ConditionTrue(GetJob("pause"), "Suspended"); }));
+  EXPECT_EQ(GetJob("pause")["status"]["state"], "Suspended");
+  client_->Patch(kube::TrainingJobs(), "default", "pause", kube::PatchType::kMerge,
+                 {{"spec", {{"runPolicy", {{"suspend", false}}}}}});
+  ASSERT_TRUE(Eventually([&] { return Pods("pause").size() == 2; }));
+  EXPECT_EQ(GetJob("pause")["status"]["ports"], ports);
+}
+
+TEST_F(ControllerTest, DeletingAJobRemovesItsChildrenAndFreesItsPortsForTheNextJob) {
+  StartController({61000, 61003});  // room for exactly one job
+  client_->Create(kube::TrainingJobs(), "default", Job("first", 2));
+  ASSERT_TRUE(Eventually([&] { return Pods("first").size() == 2; }));
+  client_->Create(kube::TrainingJobs(), "default", Job("second", 2));
+  ASSERT_TRUE(Eventually([&] {
+    const json second = GetJob("second");
+    const json* created = Condition(second, "Created");
+    return created != nullptr && created->value("reason", "") == "PortsExhausted";
+  }));
+  EXPECT_TRUE(Pods("second").empty());
+
+  client_->Delete(kube::TrainingJobs(), "default", "first");
+  ASSERT_TRUE(Eventually([&] { return Pods("first").empty(); }));
+  EXPECT_TRUE(Eventually([&] {
+    try {
+      client_->Get(kube::Services(), "default", "first");
+      return false;
+    } catch (const kube::ApiError& e) {
+      return kube::IsNotFound(e);
+    }
+  }));
+  // The freed block goes to the waiting job at once (the release requeues jobs waiting for
+  // ports; their own retry is 30 s).
+  ASSERT_TRUE(Eventually([&] { return Pods("second").size() == 2; }, seconds(20)));
+  EXPECT_EQ(GetJob("second")["status"]["ports"]["master"], 61000);
+}
+
+TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
+  StartController();
+  // Fails validation (CEL is not evaluated by devcluster, so only the operator can say so).
+  json bad = Job("bad", 2);
+  bad["spec"]["communication"]["backend"] = "nccl";
+  client_->Create(kube::TrainingJobs(), "default", bad);
+  // A Pod that carries a job's labels but that the operator does not own.
+  client_->Create(kube::TrainingJobs(), "default", Job("good", 2));
+  ASSERT_TRUE(Eventually([&] { return Pods("good").size() == 2; }));
+  json intruder = {{"apiVersion", "v1"},
+                   {"kind", "Pod"},
+                   {"metadata",
+                    {{"name", "intruder"},
+                     {"labels", {{"ringleader.dev/job-name", "good"}, {"ringleader.dev/rank", "0"},
+                                 {"ringleader.dev/attempt", "0"}, {"app.kubernetes.io/managed-by", "ringleader"}}}}},
+                   {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}};
+  client_->Create(kube::Pods(), "default", intruder);
+  client_->PatchStatus(kube::Pods(), "default", "intruder", kube::PatchType::kMerge,
+                       {{"status", {{"phase", "Failed"}}}});
+  // A Secret deleted under a running job comes back.
+  SetAllPods("good", "Running");
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("good"), "Running"); }));
+  const std::string old_secret_uid =
+      client_->Get(kube::Secrets(), "default", "good-ringleader-token")["metadata"]["uid"];
+  client_->Delete(kube::Secrets(), "default", "good-ringleader-token");
+
+  ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("bad"), "Failed"); }));
+  const json bad_job = GetJob("bad");
+  const json* failed = Condition(bad_job, "Failed");
+  EXPECT_EQ(failed->value("reason", ""), "InvalidSpec");
+  EXPECT_NE(failed->value("message", "").find("spec."), std::string::npos) << failed->dump();
+  EXPECT_TRUE(Pods("bad").empty());
+
+  EXPECT_TRUE(Eventually([&] {
+    return client_->Get(kube::Secrets(), "default", "good-ringleader-token")["metadata"]["uid"] != old_secret_uid;
+  }));
+  // The intruder neither restarted the gang nor was deleted.
+  EXPECT_EQ(GetJob("good")["status"].value("restarts", 0), 0);
+  EXPECT_EQ(client_->Get(kube::Pods(), "default", "intruder")["metadata"]["name"], "intruder");
+  EXPECT_TRUE(ConditionTrue(GetJob("good"), "Running"));
+
+  // And the operator still serves new jobs.
+  client_->Create(kube::TrainingJobs(), "default", Job("after", 1));
+  EXPECT_TRUE(Eventually([&] { return Pods("after").size() == 1; }));
+}
+
+TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
+  constexpr int kJobs = 30;
+  constexpr int kReplicas = 3;
+  // The faults hit this test's own writes too: it retries them as any client would.
+  auto retry = [](const std::function<void()>& write) {
+    for (int attempt = 0;; ++attempt) {
+      try {
+        write();
+        return;
+      } catch (const kube::ApiError& e) {
+        if (attempt >= 50 || !(kube::IsConflict(e) || kube::IsServerError(e))) {
+          throw;
+        }
+      }
+    }
+  };
+  auto& faults = cluster_->faults();
+  faults.CutWatchesEvery(50);
+  faults.SetErrorRate(0.05, 500);
+  faults.ConflictNextWrites(20);
+  StartController({61000, 61999});
+  for (int i = 0; i < kJobs; ++i) {
+    retry([&] {
+      try {
+        client_->Create(kube::TrainingJobs(), "default", Job("f" + std::to_string(i), kReplicas));
+      } catch (const kube::ApiError& e) {
+        if (!kube::IsAlreadyExists(e)) {  // a 500 after the write took effect
+          throw;
+        }
+      }
+    });
+    if (i % 10 == 5) {
+      faults.Compact();  // every resuming watch now gets 410 Gone and must relist
+      faults.ConflictNextWrites(10);
+    }
+  }
+  auto all_pods = [&] { return kube::ListAll(*client_, kube::Pods(), "default").items; };
+  ASSERT_TRUE(Eventually([&] { return all_pods().size() == kJobs * kReplicas; }, seconds(90)));
+  for (const json& pod : all_pods()) {
+    retry([&] {
+      client_->PatchStatus(kube::Pods(), "default", pod["metadata"]["name"], kube::PatchType::kMerge,
+                           {{"status", {{"phase", "Running"},
+                                        {"initContainerStatuses", json::array({{{"name", "ringleader-sidecar"}, {"started", true}}})}}}});
+    });
+  }
+  faults.Compact();
+  ASSERT_TRUE(Eventually([&] {
+    for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+      if (!ConditionTrue(job, "Running")) {
+        return false;
+      }
+    }
+    return true;
+  }, seconds(90)));
+  faults.Reset();
+  std::set<int> ports;
+  for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+    EXPECT_TRUE(ports.insert(job["status"]["ports"]["master"].get<int>()).second);
+    EXPECT_EQ(job["status"].value("restarts", 0), 0) << job["metadata"]["name"];
+  }
+  EXPECT_EQ(ports.size(), static_cast<std::size_t>(kJobs));
+  EXPECT_EQ(all_pods().size(), static_cast<std::size_t>(kJobs * kReplicas)) << "no Pod created twice";
+}
+
+}  // namespace
+}  // namespace ringleader::runtime

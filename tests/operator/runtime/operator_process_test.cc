@@ -1,0 +1,332 @@
+// The ringleader-operator binary as a process against devcluster: killed with SIGKILL again
+// and again during a rollout it still converges with no duplicate Pod, no port collision and no
+// job's ports ever changing; with two replicas under leader election only the leader writes,
+// and when it is killed the standby takes over.
+#include <gtest/gtest.h>
+
+#include <cpprest/http_client.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "operator/kube/client.h"
+#include "operator/kube/config.h"
+#include "operator/yaml/yaml_to_json.h"
+#include "tests/devcluster/devcluster.h"
+
+namespace ringleader::runtime {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::filesystem::path MakeTempDir() {
+  std::random_device rd;
+  auto dir = std::filesystem::temp_directory_path() / ("ringleader-op-it-" + std::to_string(rd()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One ringleader-operator process; its output goes to `log`.
+class OperatorProcess {
+ public:
+  OperatorProcess(const std::vector<std::string>& args, const std::filesystem::path& log) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      std::vector<char*> argv;
+      static std::string binary = RINGLEADER_OPERATOR_PATH;
+      argv.push_back(binary.data());
+      std::vector<std::string> copy = args;
+      for (auto& arg : copy) {
+        argv.push_back(arg.data());
+      }
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  ~OperatorProcess() { Kill(SIGKILL); }
+  void Kill(int signal) {
+    if (pid_ > 0) {
+      ::kill(pid_, signal);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+    }
+  }
+  bool Alive() const { return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+json Job(const std::string& name, int replicas) {
+  return {{"apiVersion", "ringleader.dev/v1alpha1"},
+          {"kind", "TrainingJob"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec",
+           {{"replicas", replicas},
+            {"template", {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "t:1"}}})}}}}}}}};
+}
+
+bool PodsCreated(const json& job) {
+  for (const json& condition : job.value("status", json::object()).value("conditions", json::array())) {
+    if (condition.value("type", "") == "Created" && condition.value("status", "") == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
+class OperatorProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string(),
+                                                                 .watch_history = 200000});
+    kube::ClientOptions options;
+    options.qps = 0;
+    client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), options);
+    client_->Create(kube::CustomResourceDefinitions(), "",
+                    yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+  }
+  void TearDown() override {
+    cluster_->Stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::vector<std::string> Args(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"run", "--kubeconfig", cluster_->kubeconfig_path(),
+                                     "--workers", "4", "--kube-api-qps", "1000", "--kube-api-burst", "1000",
+                                     "--port-range", "61000-64999"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  bool Eventually(const std::function<bool()>& predicate, seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      try {
+        if (predicate()) {
+          return true;
+        }
+      } catch (const kube::ApiError&) {
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<devcluster::DevCluster> cluster_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPorts) {
+  constexpr int kJobs = 200;
+  constexpr int kReplicas = 4;
+  constexpr int kKills = 20;
+  // Every status any job ever had, as watched: the first ports seen are the job's for good.
+  std::mutex mutex;
+  std::map<std::string, json> first_ports;  // uid -> ports
+  std::vector<std::string> changed;
+  std::jthread watcher([&](std::stop_token stop) {
+    std::string rv = "0";
+    while (!stop.stop_requested()) {
+      kube::WatchOptions options;
+      options.resource_version = rv;
+      client_->Watch(kube::TrainingJobs(), "default", options, [&](const kube::WatchEvent& event) {
+        rv = kube::ResourceVersionOf(event.object);
+        const json& status = event.object.value("status", json::object());
+        if (!status.contains("ports")) {
+          return true;
+        }
+        std::lock_guard lock(mutex);
+        const std::string uid = event.object["metadata"]["uid"];
+        auto [it, inserted] = first_ports.emplace(uid, status["ports"]);
+        if (!inserted && it->second != status["ports"]) {
+          changed.push_back(event.object["metadata"]["name"].get<std::string>() + ": " +
+                            it->second.dump() + " -> " + status["ports"].dump());
+        }
+        return true;
+      }, stop);
+    }
+  });
+
+  // Jobs arrive over the whole kill phase so that kills land mid-rollout.
+  std::jthread creator([&](std::stop_token stop) {
+    for (int i = 0; i < kJobs && !stop.stop_requested(); ++i) {
+      client_->Create(kube::TrainingJobs(), "default", Job("job-" + std::to_string(i), kReplicas));
+      std::this_thread::sleep_for(milliseconds(60));
+    }
+  });
+  std::mt19937 random(12345);
+  std::uniform_int_distribution<int> uptime_ms(100, 700);
+  const auto log = dir_ / "operator.log";
+  int kills = 0;
+  int mid_rollout_kills = 0;  // with some but not all Pods created
+  for (; kills < kKills; ++kills) {
+    OperatorProcess op(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
+                             "--health-probe-bind-address", "0"}),
+                       log);
+    std::this_thread::sleep_for(milliseconds(uptime_ms(random)));
+    op.Kill(SIGKILL);
+    const auto pods = kube::ListAll(*client_, kube::Pods(), "default").items.size();
+    mid_rollout_kills += pods > 0 && pods < kJobs * kReplicas ? 1 : 0;
+  }
+  creator.join();
+  OperatorProcess last(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
+                             "--health-probe-bind-address", "0"}),
+                       log);
+
+  ASSERT_TRUE(Eventually([&] {
+    const auto jobs = kube::ListAll(*client_, kube::TrainingJobs(), "default").items;
+    if (jobs.size() != kJobs) {
+      return false;
+    }
+    for (const json& job : jobs) {
+      if (!PodsCreated(job)) {
+        return false;
+      }
+    }
+    return kube::ListAll(*client_, kube::Pods(), "default").items.size() == kJobs * kReplicas;
+  }, seconds(180))) << "did not converge; operator log: " << log;
+  EXPECT_GE(kills, 20);
+  EXPECT_GE(mid_rollout_kills, 15) << "the kills must land while the rollout is under way";
+
+  // Zero duplicate Pods: each job has exactly ranks 0..R-1 of attempt 0, each once.
+  std::map<std::string, std::set<std::string>> ranks;
+  for (const json& pod : kube::ListAll(*client_, kube::Pods(), "default").items) {
+    const json& labels = pod["metadata"]["labels"];
+    EXPECT_EQ(labels["ringleader.dev/attempt"], "0") << pod["metadata"]["name"];
+    EXPECT_TRUE(ranks[labels["ringleader.dev/job-name"]].insert(labels["ringleader.dev/rank"]).second)
+        << "two Pods for rank " << labels["ringleader.dev/rank"] << " of " << labels["ringleader.dev/job-name"];
+  }
+  EXPECT_EQ(ranks.size(), static_cast<std::size_t>(kJobs));
+  // Zero port collisions between jobs.
+  std::set<int> ports;
+  for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+    for (const auto& [role, port] : job["status"]["ports"].items()) {
+      EXPECT_TRUE(ports.insert(port.get<int>()).second) << "port " << port << " given twice";
+    }
+  }
+  EXPECT_EQ(ports.size(), static_cast<std::size_t>(kJobs) * 4);
+  // No job's ports ever changed once assigned.
+  std::this_thread::sleep_for(milliseconds(500));
+  watcher.request_stop();
+  cluster_->faults().CutWatches();
+  watcher.join();
+  std::lock_guard lock(mutex);
+  EXPECT_EQ(first_ports.size(), static_cast<std::size_t>(kJobs));
+  EXPECT_TRUE(changed.empty()) << changed.size() << " port changes, first: " << changed.front();
+}
+
+// The value of `name{labels}` summed over matching series in a Prometheus text page.
+// -1 while the endpoint does not answer.
+double Scrape(int port, const std::string& name, const std::string& label_filter = "") {
+  std::string text;
+  try {
+    web::http::client::http_client client("http://127.0.0.1:" + std::to_string(port));
+    text = client.request(web::http::methods::GET, "/metrics").get().extract_string().get();
+  } catch (const std::exception&) {
+    return -1;
+  }
+  double total = 0;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with(name) && (line.size() > name.size() && (line[name.size()] == '{' || line[name.size()] == ' ')) &&
+        line.find(label_filter) != std::string::npos) {
+      total += std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return total;
+}
+
+double Writes(int port) {
+  double writes = 0;
+  for (const char* verb : {"create", "update", "patch", "delete"}) {
+    writes += Scrape(port, "ringleader_kube_requests_total", std::string("verb=\"") + verb + "\"");
+  }
+  return writes;
+}
+
+TEST_F(OperatorProcessTest, OnlyTheLeaderWritesAndTheStandbyTakesOverWhenItIsKilled) {
+  const int port_a = FreePort();
+  const int port_b = FreePort();
+  const auto election = std::vector<std::string>{"--leader-elect", "true", "--lease-duration", "3",
+                                                 "--renew-deadline", "2", "--retry-period", "1",
+                                                 "--health-probe-bind-address", "0"};
+  auto args = [&](const std::string& identity, int port) {
+    std::vector<std::string> extra = election;
+    extra.insert(extra.end(), {"--identity", identity, "--metrics-bind-address", "127.0.0.1:" + std::to_string(port)});
+    return Args(extra);
+  };
+  auto a = std::make_unique<OperatorProcess>(args("replica-a", port_a), dir_ / "a.log");
+  ASSERT_TRUE(Eventually([&] {
+    return client_->Get(kube::Leases(), "default", "ringleader-operator")["spec"].value("holderIdentity", "") == "replica-a";
+  }, seconds(30)));
+  OperatorProcess b(args("replica-b", port_b), dir_ / "b.log");
+  ASSERT_TRUE(Eventually([&] { return Scrape(port_b, "ringleader_operator_leader") == 0 &&
+                                      Scrape(port_a, "ringleader_operator_leader") == 1; }, seconds(30)));
+
+  client_->Create(kube::TrainingJobs(), "default", Job("led", 2));
+  ASSERT_TRUE(Eventually([&] {
+    kube::ListOptions options;
+    options.label_selector = "ringleader.dev/job-name=led";
+    return client_->List(kube::Pods(), "default", options).items.size() == 2;
+  }, seconds(30)));
+  EXPECT_GT(Writes(port_a), 0);
+  EXPECT_EQ(Writes(port_b), 0) << "a standby must not write";
+
+  const auto killed_at = std::chrono::steady_clock::now();
+  a->Kill(SIGKILL);
+  ASSERT_TRUE(Eventually([&] {
+    return client_->Get(kube::Leases(), "default", "ringleader-operator")["spec"].value("holderIdentity", "") == "replica-b";
+  }, seconds(30)));
+  const double takeover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_LT(takeover, 3 + 2 + 2) << "lease 3 s plus a retry period and polling slack";
+  client_->Create(kube::TrainingJobs(), "default", Job("after-failover", 2));
+  EXPECT_TRUE(Eventually([&] {
+    kube::ListOptions options;
+    options.label_selector = "ringleader.dev/job-name=after-failover";
+    return client_->List(kube::Pods(), "default", options).items.size() == 2;
+  }, seconds(30)));
+  EXPECT_EQ(Scrape(port_b, "ringleader_operator_leader"), 1);
+}
+
+}  // namespace
+}  // namespace ringleader::runtime
