@@ -2,6 +2,9 @@
 // and probes; signal handling.
 #include "operator/run_command.h"
 
+#include <utility>  // before pplx/threadpool.h: Boost.Asio uses std::exchange without it
+
+#include <pplx/threadpool.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
@@ -30,6 +33,8 @@ namespace ringleader::cli {
 namespace {
 
 using runtime::OperatorConfig;
+
+constexpr std::size_t kIoThreads = 8;
 
 kube::Config KubeConfigFor(const OperatorConfig& config) {
   std::string path = config.kubeconfig;
@@ -96,6 +101,9 @@ int RunOperator(const std::vector<std::string>& args) {
   std::stop_source stop;
   SignalWaiter signals(stop);
   try {
+    // cpprestsdk's I/O pool defaults to 40 threads, each with its own stack and malloc arena;
+    // the operator's blocking calls run on its own threads, so a few I/O threads suffice.
+    crossplat::threadpool::initialize_with_threads(kIoThreads);
     auto registry = std::make_shared<prometheus::Registry>();
     kube::ClientOptions client_options;
     client_options.qps = config.kube_api_qps;

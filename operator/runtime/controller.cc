@@ -8,6 +8,7 @@
 
 #include "operator/api/field_error.h"
 #include "operator/planner/children_builder.h"
+#include "operator/runtime/cache_transforms.h"
 #include "operator/runtime/operator_metrics.h"
 
 namespace ringleader::runtime {
@@ -48,27 +49,6 @@ std::vector<std::string> OwnerIndex(const json& object) {
   return values;
 }
 
-// The planner reads only metadata and status of children: the rest (a Pod's spec, a Secret's
-// data) is not kept, which is most of the operator's memory with thousands of Pods.
-void KeepMetadataAndStatus(json& object) {
-  json kept = json::object();
-  for (const char* field : {"apiVersion", "kind", "metadata", "status"}) {
-    if (auto it = object.find(field); it != object.end()) {
-      kept[field] = std::move(*it);
-    }
-  }
-  if (kept.contains("metadata") && kept["metadata"].is_object()) {
-    kept["metadata"].erase("managedFields");
-    kept["metadata"].erase("annotations");
-  }
-  object = std::move(kept);
-}
-
-void KeepMetadata(json& object) {
-  KeepMetadataAndStatus(object);
-  object.erase("status");
-}
-
 std::string FreshToken() {
   unsigned char bytes[32];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
@@ -87,6 +67,7 @@ api::Time Now() { return std::chrono::floor<std::chrono::seconds>(std::chrono::s
 
 InformerOptions ChildInformer(kube::Resource resource, const std::vector<std::string>& namespaces,
                               void (*transform)(json&)) {
+  // Only what the operator made: the label it puts on every child.
   InformerOptions options;
   options.resource = std::move(resource);
   options.namespaces = namespaces;
@@ -100,6 +81,7 @@ InformerOptions JobInformer(const std::vector<std::string>& namespaces) {
   InformerOptions options;
   options.resource = kube::TrainingJobs();
   options.namespaces = namespaces;
+  options.transform = TrimTrainingJob;
   return options;
 }
 
@@ -137,9 +119,9 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
       queue_(options_.queue),
       applier_(client, expectations_, logger, metrics, options_.identity),
       jobs_(client, JobInformer(options_.namespaces)),
-      pods_(client, ChildInformer(kube::Pods(), options_.namespaces, KeepMetadataAndStatus)),
-      services_(client, ChildInformer(kube::Services(), options_.namespaces, KeepMetadata)),
-      secrets_(client, ChildInformer(kube::Secrets(), options_.namespaces, KeepMetadata)),
+      pods_(client, ChildInformer(kube::Pods(), options_.namespaces, TrimPod)),
+      services_(client, ChildInformer(kube::Services(), options_.namespaces, TrimToOwnership)),
+      secrets_(client, ChildInformer(kube::Secrets(), options_.namespaces, TrimToOwnership)),
       ledger_(options_.port_range) {
   jobs_.AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
     if (after) {
