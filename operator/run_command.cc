@@ -8,6 +8,7 @@
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -134,8 +135,18 @@ int RunOperator(const std::vector<std::string>& args) {
     runtime::Controller controller(*client, options, logger, &metrics, summary_reader.get());
 
     std::optional<runtime::LeaderElector> elector;
+    std::unique_ptr<kube::Client> election_client;
     if (config.leader_election) {
-      elector.emplace(*client, runtime::LeaderElectionOptions{
+      // Its own client, with no retries and a short timeout: one renewal must never outlast
+      // the renew deadline inside the client, or a standby could take over while this replica
+      // still believes it leads.
+      kube::ClientOptions election_options = client_options;
+      election_options.backoff.max_attempts = 1;
+      kube::TransportOptions election_transport;
+      election_transport.request_timeout =
+          std::max(std::chrono::seconds(1), config.renew_deadline / 2);
+      election_client = kube::MakeClient(KubeConfigFor(config), election_options, election_transport);
+      elector.emplace(*election_client, runtime::LeaderElectionOptions{
                                    .lease_namespace = config.leader_election_namespace,
                                    .lease_name = config.leader_election_id,
                                    .identity = options.identity,
