@@ -232,7 +232,13 @@ class Planner {
     const bool changed = SetCondition(next_, type, value, reason, message, now_,
                                       job_.metadata.generation);
     if (changed && (value || type == kSuspended)) {
-      Event(event_type, reason, message);
+      // Restarts and failures are announced under their condition's name (what a user filters
+      // `kubectl get events` by); the specific reason leads the message.
+      if (type == kRestarting || type == kFailed) {
+        Event(event_type, type, std::string(reason) + ": " + message);
+      } else {
+        Event(event_type, reason, message);
+      }
     }
   }
   void Event(std::string_view type, std::string_view reason, const std::string& message) {

@@ -385,7 +385,7 @@ std::string Controller::Reconcile(const std::string& key) {
     updated["status"] = InvalidStatus(*object, message);
     try {
       client_.UpdateStatus(kube::TrainingJobs(), job.metadata.namespace_, updated);
-      applier_.RecordEvent(job, {"Warning", "InvalidSpec", message});
+      applier_.RecordEvent(job, {"Warning", std::string(planner::kFailed), "InvalidSpec: " + message});
     } catch (const kube::ApiError& e) {
       queue_.AddRateLimited(key);
       return kube::IsConflict(e) ? "conflict" : "error";

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/operator/planner/fake_cluster.h"
 
 namespace ringleader::planner {
@@ -230,6 +232,11 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   EXPECT_THAT((*restarting)["message"].get<std::string>(),
               HasSubstr("rank 2 (pod demo-2) container trainer exited with code 137 (OOMKilled)"));
   EXPECT_THAT((*restarting)["message"].get<std::string>(), HasSubstr("restart 1 of 3"));
+  const auto restart_event = std::find_if(cluster.events().begin(), cluster.events().end(),
+                                          [](const RecordEvent& e) { return e.reason == "Restarting"; });
+  ASSERT_NE(restart_event, cluster.events().end());
+  EXPECT_EQ(restart_event->type, "Warning");
+  EXPECT_THAT(restart_event->message, HasSubstr("PodFailed: rank 2 (pod demo-2)"));
   // The new gang comes up as attempt 1 with the same ports.
   cluster.ReconcileUntilStable(At(21));
   ASSERT_EQ(cluster.pods().size(), 4u);
@@ -293,6 +300,10 @@ TEST(PlanTest, BackoffLimitZeroFailsOnTheFirstFailure) {
   cluster.ReconcileUntilStable(At(1));
   EXPECT_EQ(cluster.job_json()["status"]["state"], "Failed");
   EXPECT_EQ(cluster.job_json()["status"]["restarts"], 0);
+  const auto failed_event = std::find_if(cluster.events().begin(), cluster.events().end(),
+                                         [](const RecordEvent& e) { return e.reason == "Failed"; });
+  ASSERT_NE(failed_event, cluster.events().end());
+  EXPECT_THAT(failed_event->message, HasSubstr("BackoffLimitExceeded: rank 1 (pod demo-1)"));
 }
 
 TEST(PlanTest, PreflightFailureNamesTheRankAndRestartsTheGang) {

@@ -285,6 +285,10 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
   json job = GetJob("gang");
   EXPECT_EQ(job["status"]["restarts"], 1);
   const auto restarting = Events("Restarting");
+  ASSERT_EQ(restarting.size(), 1u);
+  EXPECT_EQ(restarting[0]["type"], "Warning");
+  EXPECT_NE(restarting[0]["message"].get<std::string>().find("gang-2"), std::string::npos)
+      << restarting[0]["message"];
   const json* condition = Condition(job, "Restarting");
   ASSERT_NE(condition, nullptr);
   EXPECT_NE(condition->value("message", "").find("gang-2"), std::string::npos) << condition->dump();
@@ -297,6 +301,10 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
   EXPECT_EQ(job["status"]["state"], "Failed");
   EXPECT_EQ(Condition(job, "Failed")->value("reason", ""), "BackoffLimitExceeded");
   EXPECT_NE(Condition(job, "Failed")->value("message", "").find("gang-1"), std::string::npos);
+  const auto failed_events = Events("Failed");
+  ASSERT_EQ(failed_events.size(), 1u);
+  EXPECT_TRUE(failed_events[0]["message"].get<std::string>().starts_with("BackoffLimitExceeded: "))
+      << failed_events[0]["message"];
 }
 
 TEST_F(ControllerTest, SuspendDeletesPodsAndResumeBringsThemBackOnTheSamePorts) {
