@@ -86,8 +86,9 @@ class ControllerTest : public ::testing::Test {
                     yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
   }
 
-  void StartController(ports::PortRange range = {61000, 61099}) {
+  void StartController(ports::PortRange range = {61000, 61099}, std::vector<std::string> namespaces = {}) {
     ControllerOptions options;
+    options.namespaces = std::move(namespaces);
     options.port_range = range;
     options.planner.validation.port_range_first = range.first;
     options.planner.validation.port_range_last = range.last;
@@ -394,6 +395,23 @@ TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
   // And the operator still serves new jobs.
   client_->Create(kube::TrainingJobs(), "default", Job("after", 1));
   EXPECT_TRUE(Eventually([&] { return Pods("after").size() == 1; }));
+}
+
+TEST_F(ControllerTest, WatchesOnlyItsNamespacesAndKeepsPortsUniqueAcrossThem) {
+  StartController({61000, 61099}, {"team-a", "team-b"});
+  for (const std::string ns : {"team-a", "team-b", "elsewhere"}) {
+    json job = Job("same-name", 2);
+    job["metadata"]["namespace"] = ns;
+    client_->Create(kube::TrainingJobs(), ns, job);
+  }
+  auto pods_in = [&](const std::string& ns) { return client_->List(kube::Pods(), ns).items.size(); };
+  ASSERT_TRUE(Eventually([&] { return pods_in("team-a") == 2 && pods_in("team-b") == 2; }));
+  const json a = client_->Get(kube::TrainingJobs(), "team-a", "same-name");
+  const json b = client_->Get(kube::TrainingJobs(), "team-b", "same-name");
+  EXPECT_NE(a["status"]["ports"]["master"], b["status"]["ports"]["master"])
+      << "hostPorts collide across namespaces, so the ledger is cluster-wide";
+  EXPECT_EQ(pods_in("elsewhere"), 0u);
+  EXPECT_FALSE(client_->Get(kube::TrainingJobs(), "elsewhere", "same-name").contains("status"));
 }
 
 TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
