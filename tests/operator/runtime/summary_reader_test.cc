@@ -76,8 +76,14 @@ class FakeSidecar {
       const std::lock_guard<std::mutex> lock(mutex_);
       held.swap(held_);
     }
+    // Each reply finishes (or fails, the reader having hung up) before the listener closes;
+    // a reply still pending at close would never run its continuation (a leak under ASan).
+    std::vector<pplx::task<void>> replies;
     for (http::http_request& request : held) {
-      Reply(request, http::status_codes::OK, body_);
+      replies.push_back(Reply(request, http::status_codes::OK, body_));
+    }
+    for (pplx::task<void>& reply : replies) {
+      reply.wait();
     }
     listener_->close().wait();
   }
@@ -90,11 +96,11 @@ class FakeSidecar {
 
  private:
   // A byte body: cpprestsdk's std::string overload is a type pun that UBSan reports.
-  static void Reply(const http::http_request& request, int code, const std::string& body) {
+  static pplx::task<void> Reply(const http::http_request& request, int code, const std::string& body) {
     http::http_response response(static_cast<http::status_code>(code));
     response.headers().set_content_type("application/json");
     response.set_body(std::vector<unsigned char>(body.begin(), body.end()));
-    request.reply(response)
+    return request.reply(response)
         .then([](pplx::task<void> sent) {
           try {
             sent.get();
