@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build/fuzz and runs each for SECONDS (default 60)
-# on its seed corpus. Needs clang-14 and libFuzzer (Debian: clang-14 libclang-rt-14-dev).
+# on its seed corpus: the watch-stream parser and the rendezvous frame decoder. Needs clang-14
+# and libFuzzer (Debian: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -15,13 +16,20 @@ fi
 
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_CXX_COMPILER="${cxx}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGLEADER_FUZZ=ON -DRINGLEADER_BENCHMARKS=OFF >/dev/null
-cmake --build "${build}" -j"${FUZZ_JOBS:-2}" --target watch_parser_fuzz
+cmake --build "${build}" -j"${FUZZ_JOBS:-2}" --target watch_parser_fuzz rendezvous_decoder_fuzz
+mkdir -p "${build}/artifacts"
 
-# The corpus directory in the tree holds the seeds; new inputs go to a scratch copy.
-work="${build}/corpus/watch_parser"
-mkdir -p "${work}" "${build}/artifacts"
-cp -n "${root}/tests/fuzz/corpus/watch_parser/"* "${work}/" 2>/dev/null || true
+# run TARGET CORPUS MAX_LEN: the corpus directory in the tree holds the seeds; new inputs go
+# to a scratch copy.
+run() {
+  local target=$1 corpus=$2 max_len=$3
+  local work="${build}/corpus/${corpus}"
+  mkdir -p "${work}"
+  cp -n "${root}/tests/fuzz/corpus/${corpus}/"* "${work}/" 2>/dev/null || true
+  "${build}/tests/fuzz/${target}" "${work}" \
+    -max_total_time="${seconds}" -max_len="${max_len}" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 -artifact_prefix="${build}/artifacts/${target}-"
+}
 
-"${build}/tests/fuzz/watch_parser_fuzz" "${work}" \
-  -max_total_time="${seconds}" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
-  -print_final_stats=1 -artifact_prefix="${build}/artifacts/"
+run watch_parser_fuzz watch_parser 65536
+run rendezvous_decoder_fuzz rendezvous_decoder 16384
