@@ -245,8 +245,7 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
   EXPECT_EQ(sidecar["restartPolicy"], "Always");
   EXPECT_EQ(Env(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), std::to_string(ports["rendezvous"].get<int>()));
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
-  EXPECT_FALSE(Events("PortsAssigned").empty());
-  EXPECT_FALSE(Events("PodsCreated").empty());
+  EXPECT_TRUE(Eventually([&] { return !Events("PortsAssigned").empty() && !Events("PodsCreated").empty(); }));
 }
 
 TEST_F(ControllerTest, DrivenPhasesMoveTheJobToRunningThenSucceeded) {
@@ -285,8 +284,9 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
       << "every rank restarts, not only the failed one";
   json job = GetJob("gang");
   EXPECT_EQ(job["status"]["restarts"], 1);
+  // The Event follows the status write that announced the restart.
+  ASSERT_TRUE(Eventually([&] { return Events("Restarting").size() == 1; }));
   const auto restarting = Events("Restarting");
-  ASSERT_EQ(restarting.size(), 1u);
   EXPECT_EQ(restarting[0]["type"], "Warning");
   EXPECT_NE(restarting[0]["message"].get<std::string>().find("gang-2"), std::string::npos)
       << restarting[0]["message"];
@@ -302,8 +302,8 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
   EXPECT_EQ(job["status"]["state"], "Failed");
   EXPECT_EQ(Condition(job, "Failed")->value("reason", ""), "BackoffLimitExceeded");
   EXPECT_NE(Condition(job, "Failed")->value("message", "").find("gang-1"), std::string::npos);
+  ASSERT_TRUE(Eventually([&] { return Events("Failed").size() == 1; }));
   const auto failed_events = Events("Failed");
-  ASSERT_EQ(failed_events.size(), 1u);
   EXPECT_TRUE(failed_events[0]["message"].get<std::string>().starts_with("BackoffLimitExceeded: "))
       << failed_events[0]["message"];
 }
