@@ -5,6 +5,10 @@ find_package(yaml-cpp REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 find_package(GTest REQUIRED)
+# Boost.Asio (header-only) runs the rendezvous store's event loop.
+find_package(Boost 1.74 REQUIRED)
+# Gloo: the sidecar's CPU collectives over TCP.
+find_package(Gloo CONFIG REQUIRED)
 if(RINGLEADER_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
