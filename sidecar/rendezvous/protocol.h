@@ -73,6 +73,11 @@ inline constexpr std::size_t kProofBytes = 32;
 // 4096 maximal keys would be larger, 16 MiB; such a Wait is refused by the frame bound).
 inline constexpr std::size_t kDefaultMaxPayload = 3 * 4 + kMaxKeyBytes + 2 * kMaxValueBytes;
 
+// A key the server answers itself: the ranks with an authenticated connection open now, as
+// "0,1,3". A rank whose process died has no connection, so survivors of a failed collective can
+// tell a dead peer from a stuck one. Set on it is refused.
+inline constexpr std::string_view kConnectedRanksKey = "ringleader/connected-ranks";
+
 enum class MessageType : std::uint16_t {
   kHello = 1,
   kChallenge = 2,

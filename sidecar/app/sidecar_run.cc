@@ -1,0 +1,532 @@
+#include "sidecar/app/sidecar_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <prometheus/registry.h>
+
+#include "sidecar/app/gloo_store_adapter.h"
+#include "sidecar/app/preflight_verdict.h"
+#include "sidecar/collectives/bus_bandwidth.h"
+#include "sidecar/collectives/gloo_communicator.h"
+#include "sidecar/collectives/probe.h"
+#include "sidecar/contract/summary.h"
+#include "sidecar/rendezvous/join.h"
+#include "sidecar/rendezvous/store_client.h"
+#include "sidecar/rendezvous/store_server.h"
+#include "sidecar/service/contract_file.h"
+#include "sidecar/service/endpoint_server.h"
+#include "sidecar/service/sidecar_metrics.h"
+#ifdef RINGLEADER_WITH_NCCL
+#include "sidecar/collectives/nccl_communicator.h"
+#include "sidecar/gpu/gpu_inventory.h"
+#endif
+
+namespace ringleader::sidecar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using collectives::Collective;
+
+// A failure that ends the run; its message names what broke.
+class RunFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string NowRfc3339() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::vector<std::uint32_t> ParseRankList(const std::string& text) {
+  return rendezvous::ParseMissingRanks(text);
+}
+
+class SidecarRun {
+ public:
+  SidecarRun(const SidecarConfig& config, const std::atomic<bool>& stop)
+      : config_(config),
+        stop_(stop),
+        registry_(std::make_shared<prometheus::Registry>()),
+        metrics_(*registry_, config.rank, config.world_size()) {}
+
+  int Run() {
+    try {
+      StartEndpoints();
+      if (config_.rank == 0) {
+        StartStoreServer();
+      }
+      Rendezvous();
+      WriteContract();
+      MakeCommunicator();
+      return RunMode();
+    } catch (const RunFailure& failure) {
+      Log(std::string("failed: ") + failure.what());
+      if (endpoints_) {
+        endpoints_->SetReady(false, failure.what());
+      }
+      LetPeersHearTheOutcome();
+      return kExitFailure;
+    } catch (const std::exception& error) {
+      Log(std::string("failed: ") + error.what());
+      LetPeersHearTheOutcome();
+      return kExitFailure;
+    }
+  }
+
+  // Rank 0's failure closes the store. Its peers are usually a moment behind (their barrier
+  // deadlines started a little later), so the store stays up until they have left, for at most
+  // a few seconds, and every rank reports the same missing ranks instead of a closed connection.
+  void LetPeersHearTheOutcome() {
+    if (!server_) {
+      return;
+    }
+    client_.reset();
+    const auto until = Clock::now() + std::chrono::seconds(3);
+    while (Clock::now() < until && !server_->ConnectedRanks().empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+ private:
+  void Log(const std::string& message) const {
+    std::ostringstream line;
+    line << "ringleader-sidecar rank " << config_.rank << "/" << config_.world_size() << ": "
+         << message << "\n";
+    std::cerr << line.str() << std::flush;
+  }
+
+  void StartEndpoints() {
+    endpoints_ = std::make_unique<EndpointServer>(config_.metrics_bind_address, config_.metrics_port,
+                                                  *registry_, [this] { return CurrentSummary(); });
+    endpoints_->SetReady(false, "rendezvous running");
+    metrics_.SetPreflightState(PreflightState::kPending);
+    Log("serving /metrics, /healthz, /readyz and /summary on port " +
+        std::to_string(endpoints_->port()));
+  }
+
+  void StartStoreServer() {
+    rendezvous::ServerOptions options;
+    options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
+    options.token = config_.token;
+    options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.on_refused = [this](std::string_view reason) { metrics_.CountRefusedConnection(reason); };
+    server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
+    Log("rendezvous store listening on port " + std::to_string(server_->port()));
+  }
+
+  void Rendezvous() {
+    const auto started = Clock::now();
+    const auto deadline = started + config_.rendezvous_timeout;
+    rendezvous::ClientOptions options;
+    options.host = config_.rendezvous_addr;
+    options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
+    options.token = config_.token;
+    options.rank = static_cast<std::uint32_t>(config_.rank);
+    options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.deadline = deadline;
+    auto connected = rendezvous::StoreClient::Connect(options);
+    if (!connected) {
+      metrics_.CountRendezvousFailure(RendezvousFailure::kConnect);
+      throw RunFailure(connected.error());
+    }
+    client_ = std::move(connected).value();
+
+    const std::string record = OwnAddress();
+    if (auto set = client_->Set(rendezvous::RankRecordKey("ranks/", options.rank), record); !set) {
+      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
+      throw RunFailure(set.error());
+    }
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto barrier = client_->Barrier("join", std::max(remaining, std::chrono::milliseconds(1)));
+    if (!barrier) {
+      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
+      throw RunFailure(barrier.error());
+    }
+    if (barrier.value().timed_out) {
+      metrics_.CountRendezvousFailure(RendezvousFailure::kTimeout);
+      throw RunFailure(rendezvous::FormatMissingRanks(
+          barrier.value().missing_ranks, options.world_size,
+          std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout)));
+    }
+    auto master = client_->Get(rendezvous::RankRecordKey("ranks/", 0));
+    if (!master || !master.value()) {
+      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
+      throw RunFailure(master ? "rank 0 joined without publishing its address" : master.error());
+    }
+    master_addr_ = *master.value();
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    metrics_.ObserveRendezvous(seconds);
+    Log("rendezvous complete: " + std::to_string(config_.world_size()) + " ranks in " +
+        std::to_string(seconds) + " s; rank 0 at " + master_addr_);
+  }
+
+  // The address peers reach this rank on: the pod IP the kubelet gives, else loopback for a
+  // local run.
+  std::string OwnAddress() const { return config_.pod_ip.empty() ? "127.0.0.1" : config_.pod_ip; }
+
+  void WriteContract() {
+    ResolvedContract contract;
+    contract.master_addr = master_addr_;
+    contract.rendezvous_port = config_.rendezvous_port;
+    contract.metrics_port = config_.metrics_port;
+    // The block is contiguous in role order (contract::PortRole): master, rendezvous, metrics, spare.
+    contract.master_port = config_.rendezvous_port - 1;
+    contract.spare_port = config_.rendezvous_port + 2;
+    contract.rank = config_.rank;
+    contract.world_size = config_.world_size();
+    contract.local_world_size = std::max(1, config_.gpus_per_replica);
+    contract.node_rank = config_.rank;
+    contract.job_name = config_.job_name;
+    contract.job_namespace = config_.job_namespace;
+    contract.backend = std::string(UseNccl() ? "nccl" : "gloo");
+    WriteContractFile(config_.contract_file, contract);
+    Log("wrote the resolved contract to " + config_.contract_file);
+  }
+
+  bool UseNccl() const {
+#ifdef RINGLEADER_WITH_NCCL
+    if (config_.backend == Backend::kNccl) {
+      return true;
+    }
+    return config_.backend == Backend::kAuto && config_.gpus_per_replica > 0 &&
+           collectives::VisibleCudaDevices() > 0;
+#else
+    return false;
+#endif
+  }
+
+  void MakeCommunicator() {
+    const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.preflight_timeout);
+    store_ = std::make_unique<GlooStoreAdapter>(*client_, timeout);
+    SidecarInfo info;
+    info.job = config_.job_name;
+    info.job_namespace = config_.job_namespace;
+    try {
+      if (UseNccl()) {
+#ifdef RINGLEADER_WITH_NCCL
+        if (collectives::VisibleCudaDevices() == 0) {
+          throw RunFailure("backend nccl: this container sees no CUDA device");
+        }
+        collectives::NcclOptions options;
+        options.rank = config_.rank;
+        options.size = config_.world_size();
+        options.prefix = "nccl/0/";
+        options.timeout = timeout;
+        comm_ = std::make_unique<collectives::NcclCommunicator>(*store_, options);
+        info.nccl_version = gpu::FormatNcclVersion(gpu::InspectGpus().nccl_version_code);
+#endif
+      } else {
+        if (config_.backend == Backend::kNccl) {
+          throw RunFailure("backend nccl: this sidecar was built without NCCL");
+        }
+        collectives::GlooOptions options;
+        options.rank = config_.rank;
+        options.size = config_.world_size();
+        options.prefix = "gloo/0/";
+        options.hostname = OwnAddress();
+        options.timeout = timeout;
+        comm_ = std::make_unique<collectives::GlooCommunicator>(*store_, options);
+      }
+    } catch (const collectives::CommunicatorError& error) {
+      throw RunFailure(DiagnosePeerFailure("connecting the communicator", error.what()));
+    }
+    info.backend = std::string(comm_->backend());
+    info.transport = std::string(comm_->transport());
+    metrics_.SetInfo(info);
+    {
+      std::lock_guard lock(summary_mutex_);
+      summary_.backend = info.backend;
+    }
+    Log("communicator up: " + info.backend + " over " + info.transport);
+  }
+
+  int RunMode() {
+    switch (config_.mode) {
+      case Mode::kPreflight:
+        return RunPreflight() ? kExitOk : kExitFailure;
+      case Mode::kPairwise:
+        RunPairwise();
+        return kExitOk;
+      case Mode::kMonitor:
+        MarkReady(PreflightState::kDisabled);
+        return RunMonitor();
+      case Mode::kRun:
+        if (config_.preflight_enabled) {
+          if (!RunPreflight()) {
+            return kExitFailure;
+          }
+        } else {
+          MarkReady(PreflightState::kDisabled);
+        }
+        return config_.monitor_enabled ? RunMonitor() : WaitForStop();
+    }
+    return kExitFailure;
+  }
+
+  void MarkReady(PreflightState state) {
+    metrics_.SetPreflightState(state);
+    endpoints_->SetReady(true);
+  }
+
+  // Runs `probe` (collective calls); a communicator failure becomes a RunFailure naming the
+  // rank that broke.
+  template <typename Probe>
+  auto Guard(Collective collective, const std::string& what, Probe&& probe) {
+    try {
+      return probe();
+    } catch (const collectives::CommunicatorError& error) {
+      metrics_.CountProbeRun(collective, ProbeResult::kError);
+      throw RunFailure(DiagnosePeerFailure(what, error.what()));
+    }
+  }
+
+  bool RunPreflight() {
+    metrics_.SetPreflightState(PreflightState::kRunning);
+    endpoints_->SetReady(false, "preflight running");
+    collectives::ProbeOptions options;
+    options.warmup_iters = config_.preflight_warmup_iterations;
+    options.iters = config_.preflight_iterations;
+    collectives::SweepRange sweep;
+    sweep.min_bytes = static_cast<std::size_t>(config_.preflight_min_bytes);
+    sweep.max_bytes = static_cast<std::size_t>(config_.preflight_max_bytes);
+    sweep.factor = static_cast<std::size_t>(config_.preflight_step_factor);
+    const auto started = Clock::now();
+    std::vector<collectives::ProbeRow> rows = Guard(Collective::kAllReduce, "the preflight sweep", [&] {
+      const Collective all_reduce[] = {Collective::kAllReduce};
+      auto measured = collectives::Sweep(*comm_, all_reduce, sweep, options);
+      // Every other collective once, at the largest size: each must work and return exact data.
+      const Collective others[] = {Collective::kAllGather, Collective::kReduceScatter,
+                                   Collective::kBroadcast, Collective::kAllToAll,
+                                   Collective::kSendRecv};
+      collectives::SweepRange largest{sweep.max_bytes, sweep.max_bytes, sweep.factor};
+      for (auto& row : collectives::Sweep(*comm_, others, largest, options)) {
+        measured.push_back(row);
+      }
+      return measured;
+    });
+    const PreflightVerdict verdict = JudgePreflight(rows, config_.preflight_min_bus_bandwidth);
+    for (const auto& row : rows) {
+      RecordRow(row, verdict.passed ? ProbeResult::kOk : ProbeResult::kBelowFloor);
+    }
+    UpdateSummary(verdict.passed ? "Passed" : "Failed", verdict.all_reduce_bus_bandwidth,
+                  verdict.slowest_rank);
+    const std::string table = collectives::FormatTable(rows);
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (config_.rank == 0 || !verdict.passed) {
+      std::cout << "# ringleader preflight, " << comm_->backend() << ", " << config_.world_size()
+                << " ranks, " << seconds << " s\n"
+                << table << std::flush;
+    }
+    if (!verdict.passed) {
+      metrics_.SetPreflightState(PreflightState::kFailed);
+      endpoints_->SetReady(false, "preflight failed: " + verdict.reason);
+      Log("preflight failed: " + verdict.reason);
+      return false;
+    }
+    MarkReady(PreflightState::kPassed);
+    Log("preflight passed: all_reduce bus bandwidth " +
+        FormatBandwidth(verdict.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size");
+    return true;
+  }
+
+  void RecordRow(const collectives::ProbeRow& row, ProbeResult judged) {
+    metrics_.ObserveProbe(row.collective, row.bytes, row.algbw_gbps * 1e9, row.busbw_gbps * 1e9,
+                          row.time_us / 1e6);
+    metrics_.AddWrongElements(row.collective, row.wrong);
+    metrics_.CountProbeRun(row.collective, row.wrong > 0 ? ProbeResult::kWrongData : judged);
+  }
+
+  void UpdateSummary(const std::string& preflight, std::optional<double> busbw,
+                     std::optional<int> slowest) {
+    std::lock_guard lock(summary_mutex_);
+    if (!preflight.empty()) {
+      summary_.preflight = preflight;
+    }
+    summary_.last_probe_time = NowRfc3339();
+    summary_.all_reduce_bus_bandwidth = busbw;
+    summary_.slowest_rank = slowest;
+  }
+
+  contract::Summary CurrentSummary() {
+    std::lock_guard lock(summary_mutex_);
+    return summary_;
+  }
+
+  int RunMonitor() {
+    const auto bytes = static_cast<std::size_t>(config_.monitor_message_bytes);
+    collectives::ProbeOptions options;
+    options.warmup_iters = 1;
+    options.iters = 5;
+    Log("monitoring: all_reduce of " + std::to_string(bytes) + " bytes every " +
+        std::to_string(config_.monitor_interval.count()) + " s");
+    while (!stop_.load()) {
+      const std::size_t count = std::max<std::size_t>(
+          1, collectives::CountPerRank(Collective::kAllReduce, bytes, config_.world_size()));
+      const auto row = Guard(Collective::kAllReduce, "the monitor's all_reduce probe", [&] {
+        return collectives::RunProbe(*comm_, Collective::kAllReduce, count, options);
+      });
+      RecordRow(row, ProbeResult::kOk);
+      UpdateSummary("", row.busbw_gbps * 1e9, row.slowest_rank);
+      if (comm_->size() > 1) {
+        const auto ring = Guard(Collective::kSendRecv, "the monitor's ring sendrecv probe", [&] {
+          return collectives::Pairwise(*comm_, collectives::PairPattern::kRingNeighbour, bytes, options);
+        });
+        RecordEdges(ring);
+      }
+      if (row.wrong > 0) {
+        throw RunFailure(std::to_string(row.wrong) + " wrong elements in the monitor's all_reduce");
+      }
+      if (SleepUnlessStopped(config_.monitor_interval)) {
+        break;
+      }
+    }
+    Log("stopped");
+    return kExitOk;
+  }
+
+  void RecordEdges(const collectives::PairwiseResult& result) {
+    for (const auto& edge : result.edges) {
+      if (edge.to == config_.rank) {
+        metrics_.SetEdgeBandwidth(edge.from, Direction::kRecv, edge.bandwidth_gbps * 1e9);
+      }
+      if (edge.from == config_.rank) {
+        metrics_.SetEdgeBandwidth(edge.to, Direction::kSend, edge.bandwidth_gbps * 1e9);
+      }
+    }
+  }
+
+  void RunPairwise() {
+    MarkReady(PreflightState::kDisabled);
+    const auto bytes = static_cast<std::size_t>(config_.preflight_max_bytes);
+    collectives::ProbeOptions options;
+    options.warmup_iters = config_.preflight_warmup_iterations;
+    options.iters = config_.preflight_iterations;
+    for (const auto pattern : {collectives::PairPattern::kRingNeighbour, collectives::PairPattern::kHalves}) {
+      const bool ring = pattern == collectives::PairPattern::kRingNeighbour;
+      if (comm_->size() < 2 || (!ring && comm_->size() % 2 != 0)) {
+        continue;
+      }
+      const auto result = Guard(Collective::kSendRecv, "the pairwise sendrecv probe", [&] {
+        return collectives::Pairwise(*comm_, pattern, bytes, options);
+      });
+      RecordEdges(result);
+      if (config_.rank == 0) {
+        std::cout << "# pairwise " << (ring ? "ring-neighbour" : "halves") << ", " << bytes
+                  << " bytes per edge\n";
+        for (const auto& edge : result.edges) {
+          std::cout << "  " << edge.name() << "  " << FormatBandwidth(edge.bandwidth_gbps * 1e9) << "\n";
+        }
+        std::cout << "  slowest edge " << result.slowest_edge << " (rank " << result.slowest_rank
+                  << ")\n"
+                  << std::flush;
+      }
+      if (result.wrong > 0) {
+        throw RunFailure(std::to_string(result.wrong) + " wrong elements in the pairwise probe");
+      }
+    }
+  }
+
+  // Sleeps up to `duration`; true when a stop was requested meanwhile.
+  bool SleepUnlessStopped(std::chrono::nanoseconds duration) {
+    const auto until = Clock::now() + duration;
+    while (!stop_.load()) {
+      if (Clock::now() >= until) {
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+
+  int WaitForStop() {
+    while (!SleepUnlessStopped(std::chrono::hours(1))) {
+    }
+    Log("stopped");
+    return kExitOk;
+  }
+
+  // Turns a collective's failure into a message naming the rank: a peer whose process died has
+  // lost its rendezvous connection, which the store server reports; a store that is gone means
+  // rank 0 died. Survivors first leave a mark, so one that already exited is not taken for dead.
+  std::string DiagnosePeerFailure(const std::string& what, const std::string& error) {
+    const std::string world = std::to_string(config_.world_size());
+    const auto store_gone = [&](const std::string& why) {
+      return what + " failed: rank 0 of " + world + " is gone (" + why + "); " + error;
+    };
+    const auto marked = client_->Set(SurvivorKey(static_cast<std::uint32_t>(config_.rank)), error);
+    if (!marked) {
+      return store_gone(marked.error());
+    }
+    // Give the server a moment to see a dead peer's socket close.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto connected = client_->Get(rendezvous::kConnectedRanksKey);
+    if (!connected) {
+      return store_gone(connected.error());
+    }
+    const std::vector<std::uint32_t> alive =
+        connected.value() ? ParseRankList(*connected.value()) : std::vector<std::uint32_t>{};
+    std::vector<std::string> survivor_keys;
+    for (std::uint32_t rank = 0; rank < static_cast<std::uint32_t>(config_.world_size()); ++rank) {
+      survivor_keys.push_back(SurvivorKey(rank));
+    }
+    const auto survivors = client_->MultiGet(survivor_keys);
+    std::vector<std::uint32_t> gone;
+    for (std::uint32_t rank = 0; rank < static_cast<std::uint32_t>(config_.world_size()); ++rank) {
+      const bool connected_now = std::find(alive.begin(), alive.end(), rank) != alive.end();
+      const bool survived = survivors && survivors.value()[rank].has_value();
+      if (!connected_now && !survived) {
+        gone.push_back(rank);
+      }
+    }
+    if (gone.empty()) {
+      return what + " failed with every rank still alive: " + error;
+    }
+    std::string names;
+    for (const auto rank : gone) {
+      names += (names.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    return what + " failed: " + (gone.size() == 1 ? "rank " : "ranks ") + names + " of " + world +
+           (gone.size() == 1 ? " is" : " are") + " gone (lost the rendezvous connection); " + error;
+  }
+
+  static std::string SurvivorKey(std::uint32_t rank) { return "failed/" + std::to_string(rank); }
+
+  const SidecarConfig& config_;
+  const std::atomic<bool>& stop_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  SidecarMetrics metrics_;
+  std::mutex summary_mutex_;
+  contract::Summary summary_;  // guarded by summary_mutex_
+  std::unique_ptr<EndpointServer> endpoints_;
+  std::unique_ptr<rendezvous::StoreServer> server_;
+  std::unique_ptr<rendezvous::StoreClient> client_;
+  std::unique_ptr<GlooStoreAdapter> store_;
+  std::unique_ptr<collectives::Communicator> comm_;
+  std::string master_addr_;
+};
+
+}  // namespace
+
+int RunSidecar(const SidecarConfig& config, const std::atomic<bool>& stop_requested) {
+  SidecarRun run(config, stop_requested);
+  return run.Run();
+}
+
+}  // namespace ringleader::sidecar

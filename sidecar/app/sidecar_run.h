@@ -1,0 +1,21 @@
+// One sidecar's life: endpoints up, rendezvous (rank 0 also serves the store), the resolved
+// contract file, a communicator, then the mode's probes, until done, a failure or a stop.
+#pragma once
+
+#include <atomic>
+
+#include "sidecar/service/sidecar_config.h"
+
+namespace ringleader::sidecar {
+
+// Exit codes of ringleader-sidecar.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;  // rendezvous, preflight, probe or peer failure
+inline constexpr int kExitUsage = 2;    // bad configuration
+
+// Runs the sidecar as `config` says and returns its exit code. Every failure is logged to stderr
+// with what broke (the rank that never joined, the collective and the peer that vanished, the
+// preflight table). `stop_requested` (set by SIGTERM) ends the monitor loop with kExitOk.
+int RunSidecar(const SidecarConfig& config, const std::atomic<bool>& stop_requested);
+
+}  // namespace ringleader::sidecar

@@ -1,0 +1,185 @@
+// The probe runner: backend-agnostic timing and verification over a Communicator.
+#include "sidecar/collectives/probe.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "sidecar/collectives/bus_bandwidth.h"
+#include "sidecar/collectives/verify.h"
+
+namespace ringleader::collectives {
+namespace {
+
+// What every rank learns from one probe: each rank's mean seconds per iteration, and the wrong
+// elements summed over ranks.
+struct Measurement {
+  std::vector<double> seconds;
+  std::uint64_t wrong = 0;
+};
+
+Peers ResolvePeers(Peers peers, int rank, int n) {
+  if (peers.send_to < 0 && peers.recv_from < 0) {
+    return PeersFor(PairPattern::kRingNeighbour, rank, n);
+  }
+  return peers;
+}
+
+Measurement Measure(Communicator& comm, Collective collective, std::size_t count, Peers peers,
+                    const ProbeOptions& options) {
+  if (count == 0) {
+    throw std::invalid_argument("probe: count must be positive");
+  }
+  if (options.iters < 1 || options.warmup_iters < 0) {
+    throw std::invalid_argument("probe: needs iters >= 1 and warmup_iters >= 0");
+  }
+  const int n = comm.size();
+  const int rank = comm.rank();
+  const BufferElems elems = ElemsFor(collective, count, n);
+  const std::unique_ptr<Buffers> buffers = comm.Allocate(elems.send, elems.recv);
+  std::vector<float> input = MakeInput(collective, count, rank, n, options.seed);
+  if (options.corrupt_rank_for_test == rank) {
+    input[0] += 1000.0f;
+  }
+  buffers->WriteSend(input);
+
+  for (int i = 0; i < options.warmup_iters; ++i) {
+    comm.Run(collective, *buffers, count, peers);
+  }
+  comm.Synchronize();
+  comm.AllGatherDouble(0.0);  // a barrier, so every rank starts its clock together
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < options.iters; ++i) {
+    comm.Run(collective, *buffers, count, peers);
+  }
+  comm.Synchronize();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+
+  Measurement measurement;
+  measurement.seconds = comm.AllGatherDouble(elapsed.count() / options.iters);
+  if (options.check) {
+    // Poison the output first, so an element the collective never wrote is counted.
+    std::vector<float> got(elems.recv, std::numeric_limits<float>::quiet_NaN());
+    buffers->WriteRecv(got);
+    comm.Run(collective, *buffers, count, peers);
+    comm.Synchronize();
+    buffers->ReadRecv(got);
+    const std::uint64_t wrong =
+        CountWrong(got, ExpectedOutput(collective, count, rank, n, options.seed, peers));
+    double total = 0;
+    for (const double rank_wrong : comm.AllGatherDouble(static_cast<double>(wrong))) {
+      total += rank_wrong;
+    }
+    measurement.wrong = static_cast<std::uint64_t>(std::llround(total));
+  }
+  return measurement;
+}
+
+int Slowest(const std::vector<double>& seconds) {
+  return static_cast<int>(std::max_element(seconds.begin(), seconds.end()) - seconds.begin());
+}
+
+}  // namespace
+
+Peers PeersFor(PairPattern pattern, int rank, int n) {
+  const int stride = pattern == PairPattern::kRingNeighbour ? 1 : n / 2;
+  return {(rank + stride) % n, ((rank - stride) % n + n) % n};
+}
+
+std::string Edge::name() const { return std::to_string(from) + "->" + std::to_string(to); }
+
+ProbeRow RunProbe(Communicator& comm, Collective collective, std::size_t count,
+                  const ProbeOptions& options) {
+  const Peers peers = collective == Collective::kSendRecv
+                          ? ResolvePeers(options.peers, comm.rank(), comm.size())
+                          : Peers{};
+  const Measurement measurement = Measure(comm, collective, count, peers, options);
+  ProbeRow row;
+  row.collective = collective;
+  row.count = count;
+  row.bytes = ReportedBytes(collective, count, comm.size());
+  row.slowest_rank = Slowest(measurement.seconds);
+  const double seconds = measurement.seconds[static_cast<std::size_t>(row.slowest_rank)];
+  row.time_us = seconds * 1e6;
+  const Bandwidth bandwidth = ComputeBandwidth(collective, row.bytes, seconds, comm.size());
+  row.algbw_gbps = bandwidth.algbw_gbps;
+  row.busbw_gbps = bandwidth.busbw_gbps;
+  row.wrong = measurement.wrong;
+  return row;
+}
+
+std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> collectives,
+                            const SweepRange& range, const ProbeOptions& options) {
+  if (range.factor < 2 || range.min_bytes == 0) {
+    throw std::invalid_argument("sweep: needs factor >= 2 and min_bytes >= 1");
+  }
+  std::vector<ProbeRow> rows;
+  for (const Collective collective : collectives) {
+    for (std::size_t bytes = range.min_bytes; bytes <= range.max_bytes;) {
+      const std::size_t count = CountPerRank(collective, bytes, comm.size());
+      if (count > 0) {
+        rows.push_back(RunProbe(comm, collective, count, options));
+      }
+      if (bytes > range.max_bytes / range.factor) {
+        break;
+      }
+      bytes *= range.factor;
+    }
+  }
+  return rows;
+}
+
+PairwiseResult Pairwise(Communicator& comm, PairPattern pattern, std::size_t bytes,
+                        const ProbeOptions& options) {
+  const std::size_t count = bytes / sizeof(float);
+  if (count == 0) {
+    throw std::invalid_argument("pairwise: " + std::to_string(bytes) + " bytes hold no float");
+  }
+  const int n = comm.size();
+  const Measurement measurement = Measure(comm, Collective::kSendRecv, count,
+                                          PeersFor(pattern, comm.rank(), n), options);
+  PairwiseResult result;
+  result.pattern = pattern;
+  result.bytes = count * sizeof(float);
+  result.wrong = measurement.wrong;
+  for (int to = 0; to < n; ++to) {
+    Edge edge;
+    edge.from = PeersFor(pattern, to, n).recv_from;
+    edge.to = to;
+    const double seconds = measurement.seconds[static_cast<std::size_t>(to)];
+    edge.time_us = seconds * 1e6;
+    edge.bandwidth_gbps =
+        ComputeBandwidth(Collective::kSendRecv, result.bytes, seconds, n).algbw_gbps;
+    result.edges.push_back(edge);
+  }
+  result.slowest_rank = Slowest(measurement.seconds);
+  result.slowest_edge = result.edges[static_cast<std::size_t>(result.slowest_rank)].name();
+  return result;
+}
+
+std::string FormatTable(std::span<const ProbeRow> rows) {
+  std::string table =
+      "#    collective         size        count      type   redop    root       time    algbw"
+      "    busbw  #wrong  slowest\n"
+      "#                        (B)   (elements)                              (us)   (GB/s)"
+      "   (GB/s)             rank\n";
+  char line[256];
+  for (const ProbeRow& row : rows) {
+    const bool reduces =
+        row.collective == Collective::kAllReduce || row.collective == Collective::kReduceScatter;
+    const int root = row.collective == Collective::kBroadcast ? kBroadcastRoot : -1;
+    std::snprintf(line, sizeof(line),
+                  "%15s %12zu %12zu %9s %7s %7d %10.2f %8.3f %8.3f %7" PRIu64 " %8d\n",
+                  std::string(CollectiveName(row.collective)).c_str(), row.bytes, row.count,
+                  "float", reduces ? "sum" : "none", root, row.time_us, row.algbw_gbps,
+                  row.busbw_gbps, row.wrong, row.slowest_rank);
+    table += line;
+  }
+  return table;
+}
+
+}  // namespace ringleader::collectives

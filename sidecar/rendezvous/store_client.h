@@ -1,0 +1,114 @@
+// A synchronous client of the rendezvous store: one TCP connection, poll-based timeouts, used
+// from plain threads (and behind Gloo's store interface). Failures are values naming the server.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sidecar/rendezvous/protocol.h"
+
+namespace ringleader::rendezvous {
+
+struct ClientOptions {
+  std::string host;  // a name or an address
+  std::uint16_t port = 0;
+  std::string token;
+  std::uint32_t rank = 0;
+  std::uint32_t world_size = 1;
+  // Connect retries until here (refused, reset, unresolvable, handshake failed).
+  std::chrono::steady_clock::time_point deadline;
+  // Exponential backoff with full jitter between attempts.
+  std::chrono::milliseconds initial_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+  // For one connect + handshake attempt, and for each op; Wait and Barrier add their own timeout.
+  std::chrono::milliseconds io_timeout{30'000};
+  std::size_t max_frame_payload = kDefaultMaxPayload;
+  // Called after each failed attempt that will be retried, with why it failed (logs, tests).
+  std::function<void(std::string_view error)> on_attempt_failed;
+};
+
+// A Wait's or a Barrier's outcome: done, or timed out with what was missing.
+struct WaitOutcome {
+  bool timed_out = false;
+  std::vector<std::string> missing_keys;
+};
+struct BarrierOutcome {
+  bool timed_out = false;
+  std::vector<std::uint32_t> missing_ranks;  // ascending
+};
+
+// The missing list a TimedOut carries ("3,7", possibly ending in "...") as ranks; anything that
+// is not a rank is skipped.
+std::vector<std::uint32_t> ParseMissingRanks(std::string_view text);
+
+class StoreClient {
+ public:
+  // Connects and authenticates, retrying until options.deadline. A Refused (wrong token, bad
+  // rank) is returned at once. Errors read like "rendezvous server 10.0.0.1:29500 (rank 0)
+  // unreachable for 300 s: connection refused".
+  static Result<std::unique_ptr<StoreClient>> Connect(const ClientOptions& options);
+
+  ~StoreClient();
+  StoreClient(const StoreClient&) = delete;
+  StoreClient& operator=(const StoreClient&) = delete;
+
+  // Each op is one request and its reply; calls from several threads are serialised. After an
+  // I/O failure (server gone, timeout) every later call fails at once with the same error.
+  Result<Ok> Set(std::string_view key, std::string_view value);
+  // nullopt when the key does not exist.
+  Result<std::optional<std::string>> Get(std::string_view key);
+  // Many Gets pipelined on the connection; one entry per key, in order.
+  Result<std::vector<std::optional<std::string>>> MultiGet(const std::vector<std::string>& keys);
+  Result<WaitOutcome> Wait(const std::vector<std::string>& keys,
+                           std::chrono::milliseconds timeout);
+  // The new value.
+  Result<std::int64_t> Add(std::string_view key, std::int64_t delta);
+  // The value stored after the op (see store_server.h for the semantics).
+  Result<std::string> CompareSet(std::string_view key, std::string_view expected,
+                                 std::string_view desired);
+  Result<BarrierOutcome> Barrier(std::string_view name, std::chrono::milliseconds timeout);
+
+  std::uint32_t rank() const { return rank_; }
+  std::uint32_t world_size() const { return world_size_; }
+  // "rendezvous server host:port (rank 0)", as errors name it.
+  const std::string& server_name() const { return server_name_; }
+
+ private:
+  // Lets Connect use make_unique while the constructor stays out of reach.
+  class Passkey {
+    friend class StoreClient;
+    Passkey() = default;
+  };
+
+ public:
+  StoreClient(Passkey, int fd, std::string server_name, const ClientOptions& options);
+
+ private:
+
+  // Sends the frames and reads one reply per frame, all before deadline.
+  Result<std::vector<Message>> Exchange(std::string_view op, const std::string& frames,
+                                        std::size_t replies,
+                                        std::chrono::steady_clock::time_point deadline);
+  Result<Message> Call(std::string_view op, const std::string& frame,
+                       std::chrono::milliseconds extra_timeout = {});
+  std::string Failure(std::string_view op, std::string_view what);
+
+  std::mutex mutex_;
+  int fd_ = -1;
+  std::string server_name_;
+  std::uint32_t rank_ = 0;
+  std::uint32_t world_size_ = 1;
+  std::chrono::milliseconds io_timeout_;
+  FrameDecoder decoder_;
+  std::optional<std::string> broken_;  // the first I/O failure, repeated thereafter
+};
+
+}  // namespace ringleader::rendezvous

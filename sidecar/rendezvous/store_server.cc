@@ -1,0 +1,949 @@
+// The rendezvous store server: an in-memory Store (keys, waits, barriers) behind one Asio event
+// loop. Everything below Core's public methods runs on the server's single thread.
+#include "sidecar/rendezvous/store_server.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include "sidecar/rendezvous/auth.h"
+
+namespace ringleader::rendezvous {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+
+// Bytes read per readiness event before other connections get a turn.
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr int kReadsPerEvent = 4;
+// How long a refused connection may take to receive its Refused frame before it is cut off.
+constexpr std::chrono::milliseconds kCloseLinger{1000};
+// A connection's idle write buffer above this is released rather than kept for reuse.
+constexpr std::size_t kKeepBufferBytes = 64 * 1024;
+
+std::string Truncated(std::string text) {
+  if (text.size() > kMaxTextBytes) {
+    text.resize(kMaxTextBytes);
+  }
+  return text;
+}
+
+// Comma-separated items, cut with "..." where the whole would exceed the Text bound.
+class TextList {
+ public:
+  void Append(std::string_view item) {
+    if (full_) {
+      return;
+    }
+    const std::size_t extra = (text_.empty() ? 0 : 1) + item.size();
+    if (text_.size() + extra > kMaxTextBytes - 4) {
+      text_ += text_.empty() ? "..." : ",...";
+      full_ = true;
+      return;
+    }
+    if (!text_.empty()) {
+      text_ += ',';
+    }
+    text_.append(item);
+  }
+  std::string Take() { return std::move(text_); }
+
+ private:
+  std::string text_;
+  bool full_ = false;
+};
+
+std::string ErrorReply(std::string message) {
+  return EncodeMessage(Error{Truncated(std::move(message))});
+}
+
+// Keys the server answers itself (protocol.h); clients cannot write them.
+bool IsServerKey(std::string_view key) { return key == kConnectedRanksKey; }
+
+std::string ServerKeyWriteReply(std::string_view op) {
+  return ErrorReply(std::string(op) + ": " + std::string(kConnectedRanksKey) +
+                    " is maintained by the server");
+}
+
+// What a pending Wait or Barrier is answered through. Resolve must not call back into the Store.
+class Waiter {
+ public:
+  virtual void Resolve(std::string reply_frame) = 0;
+
+ protected:
+  ~Waiter() = default;
+};
+
+// The keys, values, waits and barriers; single-threaded, no I/O. Replies are encoded frames.
+class Store {
+ public:
+  explicit Store(std::uint32_t world_size) : world_size_(world_size) {}
+
+  std::string Apply(rendezvous::Set request) {
+    Put(std::move(request.key), std::move(request.value));
+    return EncodeMessage(Ok{});
+  }
+
+  std::string Apply(const rendezvous::Get& request) const {
+    const auto it = data_.find(request.key);
+    if (it == data_.end()) {
+      return EncodeMessage(NotFound{});
+    }
+    return EncodeMessage(Value{it->second});
+  }
+
+  std::string Apply(rendezvous::Add request) {
+    std::int64_t current = 0;
+    if (const auto it = data_.find(request.key); it != data_.end()) {
+      const std::string& text = it->second;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
+      if (ec != std::errc() || end != text.data() + text.size()) {
+        return ErrorReply("Add: the value of the key is not a decimal integer");
+      }
+    }
+    std::int64_t sum = 0;
+    if (__builtin_add_overflow(current, request.delta, &sum)) {
+      return ErrorReply("Add: the sum overflows a signed 64-bit integer");
+    }
+    Put(std::move(request.key), std::to_string(sum));
+    return EncodeMessage(Counter{sum});
+  }
+
+  std::string Apply(rendezvous::CompareSet request) {
+    const auto it = data_.find(request.key);
+    if (it == data_.end()) {
+      if (!request.expected.empty()) {
+        return EncodeMessage(Value{std::move(request.expected)});
+      }
+      std::string stored = request.desired;
+      Put(std::move(request.key), std::move(request.desired));
+      return EncodeMessage(Value{std::move(stored)});
+    }
+    if (it->second == request.expected) {
+      it->second = std::move(request.desired);
+    }
+    return EncodeMessage(Value{it->second});
+  }
+
+  // The reply now, or nullopt with waiter registered until Resolve, Expire or Cancel.
+  std::optional<std::string> StartWait(Waiter* waiter, const rendezvous::Wait& request) {
+    std::vector<std::string> missing;
+    std::unordered_set<std::string_view> seen;
+    for (const std::string& key : request.keys) {
+      if (!data_.contains(key) && !IsServerKey(key) && seen.insert(key).second) {
+        missing.push_back(key);
+      }
+    }
+    if (missing.empty()) {
+      return EncodeMessage(Ok{});
+    }
+    if (request.timeout_ms == 0) {
+      return TimedOutKeys(missing);
+    }
+    for (const std::string& key : missing) {
+      key_waiters_[key].insert(waiter);
+    }
+    Registration& registration = registrations_[waiter];
+    registration.remaining = missing.size();
+    registration.keys = std::move(missing);
+    return std::nullopt;
+  }
+
+  std::optional<std::string> StartBarrier(Waiter* waiter, std::uint32_t rank,
+                                          const rendezvous::Barrier& request) {
+    BarrierState& barrier = barriers_[request.name];
+    if (barrier.complete) {
+      return EncodeMessage(Ok{});
+    }
+    if (barrier.entered.empty()) {
+      barrier.entered.assign(world_size_, false);
+    }
+    if (!barrier.entered[rank]) {
+      barrier.entered[rank] = true;
+      ++barrier.entered_count;
+    }
+    if (barrier.entered_count == world_size_) {
+      barrier.complete = true;
+      const std::unordered_set<Waiter*> waiters = std::move(barrier.waiters);
+      barrier.waiters.clear();
+      barrier.entered = std::vector<bool>();
+      for (Waiter* other : waiters) {
+        registrations_.erase(other);
+        other->Resolve(EncodeMessage(Ok{}));
+      }
+      return EncodeMessage(Ok{});
+    }
+    if (request.timeout_ms == 0) {
+      return MissingRanks(barrier);
+    }
+    barrier.waiters.insert(waiter);
+    Registration& registration = registrations_[waiter];
+    registration.barrier = request.name;
+    registration.is_barrier = true;
+    return std::nullopt;
+  }
+
+  // The waiter's deadline passed: deregisters it and returns its TimedOut reply.
+  std::string Expire(Waiter* waiter) {
+    const auto it = registrations_.find(waiter);
+    if (it == registrations_.end()) {
+      return ErrorReply("internal error: no pending wait");
+    }
+    std::string reply;
+    if (it->second.is_barrier) {
+      BarrierState& barrier = barriers_[it->second.barrier];
+      barrier.waiters.erase(waiter);
+      reply = MissingRanks(barrier);
+    } else {
+      std::vector<std::string> missing;
+      for (const std::string& key : it->second.keys) {
+        if (!data_.contains(key)) {
+          missing.push_back(key);
+        }
+      }
+      Forget(waiter, it->second);
+      reply = TimedOutKeys(missing);
+    }
+    registrations_.erase(it);
+    return reply;
+  }
+
+  // The waiter's connection is gone; a rank's entry into a barrier stays.
+  void Cancel(Waiter* waiter) {
+    const auto it = registrations_.find(waiter);
+    if (it == registrations_.end()) {
+      return;
+    }
+    if (it->second.is_barrier) {
+      barriers_[it->second.barrier].waiters.erase(waiter);
+    } else {
+      Forget(waiter, it->second);
+    }
+    registrations_.erase(it);
+  }
+
+ private:
+  struct Registration {
+    bool is_barrier = false;
+    std::string barrier;
+    std::vector<std::string> keys;  // a Wait's keys that were missing when it started
+    std::size_t remaining = 0;      // of those, how many are still missing
+  };
+  struct BarrierState {
+    std::vector<bool> entered;  // by rank; released once complete
+    std::uint32_t entered_count = 0;
+    bool complete = false;
+    std::unordered_set<Waiter*> waiters;
+  };
+
+  void Put(std::string key, std::string value) {
+    const auto [it, inserted] = data_.insert_or_assign(std::move(key), std::move(value));
+    if (!inserted) {
+      return;  // waiters only wait for keys that did not exist
+    }
+    auto node = key_waiters_.extract(it->first);
+    if (node.empty()) {
+      return;
+    }
+    for (Waiter* waiter : node.mapped()) {
+      const auto registration = registrations_.find(waiter);
+      if (registration != registrations_.end() && --registration->second.remaining == 0) {
+        registrations_.erase(registration);
+        waiter->Resolve(EncodeMessage(Ok{}));
+      }
+    }
+  }
+
+  void Forget(Waiter* waiter, const Registration& registration) {
+    for (const std::string& key : registration.keys) {
+      const auto it = key_waiters_.find(key);
+      if (it != key_waiters_.end()) {
+        it->second.erase(waiter);
+        if (it->second.empty()) {
+          key_waiters_.erase(it);
+        }
+      }
+    }
+  }
+
+  static std::string TimedOutKeys(const std::vector<std::string>& keys) {
+    TextList list;
+    for (const std::string& key : keys) {
+      list.Append(key);
+    }
+    return EncodeMessage(TimedOut{list.Take()});
+  }
+
+  static std::string MissingRanks(const BarrierState& barrier) {
+    TextList list;
+    for (std::size_t rank = 0; rank < barrier.entered.size(); ++rank) {
+      if (!barrier.entered[rank]) {
+        list.Append(std::to_string(rank));
+      }
+    }
+    return EncodeMessage(TimedOut{list.Take()});
+  }
+
+  std::uint32_t world_size_;
+  std::unordered_map<std::string, std::string> data_;
+  std::unordered_map<std::string, std::unordered_set<Waiter*>> key_waiters_;
+  std::unordered_map<std::string, BarrierState> barriers_;
+  std::unordered_map<Waiter*, Registration> registrations_;
+};
+
+std::string EndpointText(const std::string& address, std::uint16_t port) {
+  const bool v6 = address.find(':') != std::string::npos;
+  return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+// A Hello's two fields, unchecked, when the payload has the right size.
+std::optional<Hello> HelloFields(std::string_view payload) {
+  if (payload.size() != 8) {
+    return std::nullopt;
+  }
+  const auto u32 = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (std::size_t i = 0; i < 4; ++i) {
+      v = (v << 8) | static_cast<std::uint8_t>(payload[at + i]);
+    }
+    return v;
+  };
+  return Hello{u32(0), u32(4)};
+}
+
+bool IsResourceExhaustion(const error_code& ec) {
+  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
+         ec == asio::error::no_memory || ec.value() == ENFILE;
+}
+
+}  // namespace
+
+class StoreServer::Core {
+ public:
+  explicit Core(ServerOptions options)
+      : options_(std::move(options)),
+        acceptor_(io_),
+        accept_retry_(io_),
+        store_(options_.world_size),
+        read_buffer_(kReadChunk) {
+    const std::string address = options_.bind_address.empty() ? "0.0.0.0" : options_.bind_address;
+    const auto fail = [&](const std::string& what, const error_code& ec) {
+      throw std::runtime_error("rendezvous server: cannot " + what + " " +
+                               EndpointText(address, options_.port) + ": " + ec.message());
+    };
+    error_code ec;
+    const asio::ip::address ip = asio::ip::make_address(address, ec);
+    if (ec) {
+      fail("parse bind address", ec);
+    }
+    const tcp::endpoint endpoint(ip, options_.port);
+    if (acceptor_.open(endpoint.protocol(), ec); ec) {
+      fail("open a socket for", ec);
+    }
+    if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec) {
+      fail("set SO_REUSEADDR on", ec);
+    }
+    if (acceptor_.bind(endpoint, ec); ec) {
+      fail("bind", ec);
+    }
+    // The kernel caps the backlog at net.core.somaxconn.
+    if (acceptor_.listen(65535, ec); ec) {
+      fail("listen on", ec);
+    }
+    port_ = acceptor_.local_endpoint().port();
+    Accept();
+    thread_ = std::thread([this] { io_.run(); });
+  }
+
+  ~Core() { Stop(); }
+
+  std::uint16_t port() const { return port_; }
+
+  void Stop() {
+    std::lock_guard<std::mutex> stop_lock(stop_mutex_);
+    if (!thread_.joinable()) {
+      return;
+    }
+    asio::post(io_, [this] { Shutdown(); });
+    thread_.join();
+  }
+
+  ServerStats Stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+  // The value of kConnectedRanksKey: "0,1,3".
+  std::string ConnectedRanksText() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string text;
+    for (const auto& [rank, count] : connected_ranks_) {
+      text += (text.empty() ? "" : ",") + std::to_string(rank);
+    }
+    return text;
+  }
+
+  std::vector<std::uint32_t> ConnectedRanks() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<std::uint32_t> ranks;
+    ranks.reserve(connected_ranks_.size());
+    for (const auto& [rank, count] : connected_ranks_) {
+      ranks.push_back(rank);
+    }
+    return ranks;
+  }
+
+ private:
+  class Connection;
+
+  void Accept() {
+    acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
+      if (stopping_ || ec == asio::error::operation_aborted) {
+        return;
+      }
+      if (ec) {
+        if (IsResourceExhaustion(ec)) {
+          // Out of descriptors: pause rather than spin; closing connections will free some.
+          accept_retry_.expires_after(std::chrono::milliseconds(100));
+          accept_retry_.async_wait([this](const error_code& wait_ec) {
+            if (!wait_ec && !stopping_) {
+              Accept();
+            }
+          });
+          return;
+        }
+        Accept();
+        return;
+      }
+      OnAccepted(std::move(socket));
+      Accept();
+    });
+  }
+
+  void OnAccepted(tcp::socket socket);
+
+  // On the server's thread: stop accepting, close everything; io_.run() then runs dry.
+  void Shutdown();
+
+  void CountRefusal(std::string_view reason) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++stats_.refused_by_reason[std::string(reason)];
+    }
+    if (options_.on_refused) {
+      options_.on_refused(reason);
+    }
+  }
+
+  void OnAuthenticated(std::uint32_t rank) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.authenticated;
+    ++connected_ranks_[rank];
+  }
+
+  void OnPendingChanged(bool started) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (started) {
+      ++stats_.pending;
+    } else {
+      --stats_.pending;
+    }
+  }
+
+  void OnClosed(Connection* connection, std::optional<std::uint32_t> authenticated_rank) {
+    std::shared_ptr<Connection> keep;  // destroyed after the lock is released
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --stats_.open;
+      if (authenticated_rank) {
+        const auto it = connected_ranks_.find(*authenticated_rank);
+        if (it != connected_ranks_.end() && --it->second == 0) {
+          connected_ranks_.erase(it);
+        }
+      }
+    }
+    const auto it = connections_.find(connection);
+    if (it != connections_.end()) {
+      keep = std::move(it->second);
+      connections_.erase(it);
+    }
+  }
+
+  const ServerOptions options_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer accept_retry_;
+  std::uint16_t port_ = 0;
+  bool stopping_ = false;
+  Store store_;
+  std::vector<char> read_buffer_;  // shared: a read is consumed before the next one starts
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+
+  mutable std::mutex mutex_;  // guards stats_ and connected_ranks_, read from other threads
+  ServerStats stats_;
+  std::map<std::uint32_t, std::uint32_t> connected_ranks_;  // rank -> open connections
+
+  std::mutex stop_mutex_;
+  std::thread thread_;
+};
+
+// One client connection: the handshake, then requests answered in order.
+class StoreServer::Core::Connection final : public Waiter,
+                                            public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Core& core, tcp::socket socket)
+      : core_(core),
+        socket_(std::move(socket)),
+        timer_(core.io_),
+        decoder_(core.options_.max_frame_payload) {}
+
+  void Start() {
+    error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    socket_.non_blocking(true, ignored);
+    ArmTimer(core_.options_.handshake_timeout, TimerPurpose::kHandshake);
+    ArmRead();
+  }
+
+  // Sends Refused{text} and closes; counted under reason.
+  void Refuse(std::string_view reason, std::string text) {
+    if (state_ == State::kClosing || state_ == State::kClosed) {
+      return;
+    }
+    core_.CountRefusal(reason);
+    if (pending_) {
+      core_.store_.Cancel(this);
+      SetPending(false);
+    }
+    state_ = State::kClosing;
+    queued_.clear();
+    queued_bytes_ = 0;
+    out_ += EncodeMessage(Refused{Truncated(std::move(text))});
+    ArmTimer(kCloseLinger, TimerPurpose::kLinger);
+    Flush();
+  }
+
+  // Immediate; the Core forgets this connection.
+  void Close() {
+    if (state_ == State::kClosed) {
+      return;
+    }
+    if (pending_) {
+      core_.store_.Cancel(this);
+      SetPending(false);
+    }
+    state_ = State::kClosed;
+    ++timer_generation_;
+    timer_.cancel();
+    error_code ignored;
+    socket_.close(ignored);
+    queued_.clear();
+    core_.OnClosed(this, authenticated_ ? std::optional<std::uint32_t>(rank_) : std::nullopt);
+  }
+
+  void Resolve(std::string reply_frame) override {
+    SetPending(false);
+    ++timer_generation_;
+    timer_.cancel();
+    out_ += reply_frame;
+    Flush();
+    // Later, not now: the Store is mid-operation for another connection.
+    if (!pump_posted_) {
+      pump_posted_ = true;
+      asio::post(core_.io_, [self = shared_from_this()] {
+        self->pump_posted_ = false;
+        self->Pump();
+      });
+    }
+  }
+
+ private:
+  enum class State : std::uint8_t { kAwaitHello, kAwaitProof, kReady, kClosing, kClosed };
+  enum class TimerPurpose : std::uint8_t { kHandshake, kRequest, kLinger };
+
+  void SetPending(bool pending) {
+    if (pending != pending_) {
+      pending_ = pending;
+      core_.OnPendingChanged(pending);
+    }
+  }
+
+  std::size_t OutputBytes() const { return out_.size() + writing_.size(); }
+  bool OverBudget() const {
+    return queued_bytes_ > core_.options_.max_buffered_bytes ||
+           OutputBytes() > core_.options_.max_buffered_bytes;
+  }
+
+  // Handles what is queued, sends what is ready, reads more if there is room.
+  void Pump() {
+    if (state_ == State::kClosed) {
+      return;
+    }
+    ProcessFrames();
+    if (peer_closed_ && state_ <= State::kReady) {
+      if (pending_) {
+        Close();  // nobody will read what the Wait or Barrier would answer
+        return;
+      }
+      if (queued_.empty()) {
+        CloseAfterFlush();
+        return;
+      }
+    }
+    Flush();
+    ArmRead();
+  }
+
+  // A client that has closed its side gets the replies it is owed, then the close.
+  void CloseAfterFlush() {
+    state_ = State::kClosing;
+    if (!write_in_flight_ && out_.empty()) {
+      Close();
+      return;
+    }
+    ArmTimer(kCloseLinger, TimerPurpose::kLinger);
+    Flush();
+  }
+
+  void ArmRead() {
+    if (read_armed_ || state_ == State::kClosed || (peer_closed_ && state_ != State::kClosing)) {
+      return;
+    }
+    // A closing connection is drained (and its bytes dropped) only once its Refused is out.
+    if (state_ == State::kClosing ? !draining_ : OverBudget()) {
+      return;
+    }
+    read_armed_ = true;
+    socket_.async_wait(tcp::socket::wait_read,
+                       [self = shared_from_this()](const error_code& ec) { self->OnReadable(ec); });
+  }
+
+  void OnReadable(const error_code& ec) {
+    read_armed_ = false;
+    if (state_ == State::kClosed) {
+      return;
+    }
+    if (ec) {
+      Close();
+      return;
+    }
+    for (int i = 0; i < kReadsPerEvent; ++i) {
+      error_code read_ec;
+      const std::size_t n = socket_.read_some(asio::buffer(core_.read_buffer_), read_ec);
+      if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) {
+        break;
+      }
+      if (read_ec == asio::error::eof && state_ != State::kClosing) {
+        peer_closed_ = true;  // answer what it sent, then close (see Pump)
+        break;
+      }
+      if (read_ec) {
+        Close();  // reset, or the end of a refused client's stream
+        return;
+      }
+      if (state_ == State::kClosing) {
+        continue;  // draining a refused client
+      }
+      if (!decoder_.Feed(std::string_view(core_.read_buffer_.data(), n))) {
+        const FrameError& error = *decoder_.error();
+        if (error.code == FrameErrorCode::kUnsupportedVersion) {
+          Refuse(refusal::kUnsupportedVersion, "unsupported protocol version");
+        } else {
+          Refuse(refusal::kBadFrame, "bad frame: " + error.message);
+        }
+        return;
+      }
+      while (std::optional<Frame> frame = decoder_.Next()) {
+        queued_bytes_ += kHeaderBytes + frame->payload.size();
+        queued_.push_back(std::move(*frame));
+      }
+      if (n < core_.read_buffer_.size() || OverBudget()) {
+        break;
+      }
+    }
+    Pump();
+  }
+
+  void ProcessFrames() {
+    while (!queued_.empty() && !pending_ && state_ <= State::kReady &&
+           OutputBytes() <= core_.options_.max_buffered_bytes) {
+      Frame frame = std::move(queued_.front());
+      queued_.pop_front();
+      queued_bytes_ -= kHeaderBytes + frame.payload.size();
+      if (state_ == State::kReady) {
+        HandleRequest(std::move(frame));
+      } else {
+        HandleHandshake(frame);
+      }
+    }
+  }
+
+  void HandleHandshake(const Frame& frame) {
+    if (state_ == State::kAwaitHello) {
+      if (frame.type != MessageType::kHello) {
+        return Refuse(refusal::kProtocolViolation, "protocol violation: expected Hello, got " +
+                                                       std::string(MessageTypeName(frame.type)));
+      }
+      // The fields first: Hello::Decode also rejects rank >= world_size, which is a bad rank
+      // rather than a bad frame.
+      if (const std::optional<Hello> fields = HelloFields(frame.payload)) {
+        if (fields->world_size != core_.options_.world_size) {
+          return Refuse(refusal::kWorldSizeMismatch, "world size mismatch");
+        }
+        if (fields->rank >= core_.options_.world_size) {
+          return Refuse(refusal::kBadRank, "rank out of range");
+        }
+      }
+      Result<Hello> hello = Hello::Decode(frame.payload);
+      if (!hello) {
+        return Refuse(refusal::kBadFrame, "bad frame: " + hello.error());
+      }
+      const std::optional<Nonce> nonce = MakeNonce();
+      if (!nonce) {
+        return Refuse(refusal::kInternalError, "internal error");
+      }
+      rank_ = hello.value().rank;
+      nonce_ = *nonce;
+      state_ = State::kAwaitProof;
+      out_ += EncodeMessage(Challenge{nonce_});
+      return;
+    }
+    if (frame.type != MessageType::kProof) {
+      return Refuse(refusal::kProtocolViolation, "protocol violation: expected Proof, got " +
+                                                     std::string(MessageTypeName(frame.type)));
+    }
+    Result<Proof> proof = Proof::Decode(frame.payload);
+    if (!proof) {
+      return Refuse(refusal::kBadFrame, "bad frame: " + proof.error());
+    }
+    if (!VerifyProof(core_.options_.token, nonce_, rank_, proof.value().hmac)) {
+      return Refuse(refusal::kAuthenticationFailed, "authentication failed");
+    }
+    state_ = State::kReady;
+    authenticated_ = true;
+    ++timer_generation_;
+    timer_.cancel();
+    core_.OnAuthenticated(rank_);
+    out_ += EncodeMessage(Welcome{});
+  }
+
+  void HandleRequest(Frame frame) {
+    switch (frame.type) {
+      case MessageType::kSet:
+      case MessageType::kGet:
+      case MessageType::kWait:
+      case MessageType::kAdd:
+      case MessageType::kCompareSet:
+      case MessageType::kBarrier:
+        break;
+      default:
+        return Refuse(refusal::kProtocolViolation, "protocol violation: " +
+                                                       std::string(MessageTypeName(frame.type)) +
+                                                       " is not a request");
+    }
+    Result<Message> decoded = DecodeMessage(frame);
+    if (!decoded) {
+      out_ += ErrorReply(decoded.error());  // framing is intact, so the connection can go on
+      return;
+    }
+    Store& store = core_.store_;
+    Message message = std::move(decoded).value();
+    if (const std::optional<std::string> reply = ServerKeyReply(message)) {
+      out_ += *reply;
+    } else if (auto* set = std::get_if<rendezvous::Set>(&message)) {
+      out_ += store.Apply(std::move(*set));
+    } else if (const auto* get = std::get_if<rendezvous::Get>(&message)) {
+      out_ += store.Apply(*get);
+    } else if (auto* add = std::get_if<rendezvous::Add>(&message)) {
+      out_ += store.Apply(std::move(*add));
+    } else if (auto* compare_set = std::get_if<rendezvous::CompareSet>(&message)) {
+      out_ += store.Apply(std::move(*compare_set));
+    } else if (const auto* wait = std::get_if<rendezvous::Wait>(&message)) {
+      StartPending(store.StartWait(this, *wait), wait->timeout_ms);
+    } else if (const auto* barrier = std::get_if<rendezvous::Barrier>(&message)) {
+      StartPending(store.StartBarrier(this, rank_, *barrier), barrier->timeout_ms);
+    }
+  }
+
+  // The reply to a request on a key the server maintains, or nullopt for any other request.
+  std::optional<std::string> ServerKeyReply(const Message& message) const {
+    if (const auto* get = std::get_if<rendezvous::Get>(&message); get && IsServerKey(get->key)) {
+      return EncodeMessage(Value{core_.ConnectedRanksText()});
+    }
+    if (const auto* set = std::get_if<rendezvous::Set>(&message); set && IsServerKey(set->key)) {
+      return ServerKeyWriteReply("Set");
+    }
+    if (const auto* add = std::get_if<rendezvous::Add>(&message); add && IsServerKey(add->key)) {
+      return ServerKeyWriteReply("Add");
+    }
+    if (const auto* compare_set = std::get_if<rendezvous::CompareSet>(&message);
+        compare_set && IsServerKey(compare_set->key)) {
+      return ServerKeyWriteReply("CompareSet");
+    }
+    return std::nullopt;
+  }
+
+  void StartPending(std::optional<std::string> reply_now, std::uint32_t timeout_ms) {
+    if (reply_now) {
+      out_ += *reply_now;
+      return;
+    }
+    SetPending(true);
+    ArmTimer(std::chrono::milliseconds(timeout_ms), TimerPurpose::kRequest);
+  }
+
+  void ArmTimer(std::chrono::milliseconds after, TimerPurpose purpose) {
+    const std::uint64_t generation = ++timer_generation_;
+    timer_.expires_after(after);
+    timer_.async_wait([self = shared_from_this(), generation, purpose](const error_code& ec) {
+      if (!ec && self->timer_generation_ == generation && self->state_ != State::kClosed) {
+        self->OnTimer(purpose);
+      }
+    });
+  }
+
+  void OnTimer(TimerPurpose purpose) {
+    switch (purpose) {
+      case TimerPurpose::kHandshake:
+        Refuse(refusal::kHandshakeTimeout, "handshake timeout");
+        return;
+      case TimerPurpose::kRequest:
+        if (pending_) {
+          SetPending(false);
+          out_ += core_.store_.Expire(this);
+          Pump();
+        }
+        return;
+      case TimerPurpose::kLinger:
+        Close();
+        return;
+    }
+  }
+
+  void Flush() {
+    if (write_in_flight_ || out_.empty() || state_ == State::kClosed) {
+      return;
+    }
+    writing_.swap(out_);
+    out_.clear();
+    write_in_flight_ = true;
+    asio::async_write(socket_, asio::buffer(writing_),
+                      [self = shared_from_this()](const error_code& ec, std::size_t) {
+                        self->OnWritten(ec);
+                      });
+  }
+
+  void OnWritten(const error_code& ec) {
+    write_in_flight_ = false;
+    if (writing_.capacity() > kKeepBufferBytes) {
+      std::string().swap(writing_);
+    } else {
+      writing_.clear();
+    }
+    if (state_ == State::kClosed) {
+      return;
+    }
+    if (ec) {
+      Close();
+      return;
+    }
+    if (!out_.empty()) {
+      Flush();
+      return;
+    }
+    if (state_ == State::kClosing) {
+      // The last reply (often a Refused) is out: half-close and drop whatever the client still
+      // sends, so our close does not turn into a reset that could destroy that reply unread.
+      error_code ignored;
+      socket_.shutdown(tcp::socket::shutdown_send, ignored);
+      draining_ = true;
+      ArmRead();
+      return;
+    }
+    Pump();  // the output may have been what paused us
+  }
+
+  Core& core_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;  // handshake deadline, then a pending request's, then the linger
+  std::uint64_t timer_generation_ = 0;
+  FrameDecoder decoder_;
+  std::deque<Frame> queued_;
+  std::size_t queued_bytes_ = 0;
+  std::string out_;      // replies not yet handed to a write
+  std::string writing_;  // the write in flight
+  bool write_in_flight_ = false;
+  bool read_armed_ = false;
+  bool draining_ = false;
+  bool peer_closed_ = false;  // the client has shut down its sending side
+  bool pending_ = false;  // a Wait or Barrier is registered with the Store
+  bool pump_posted_ = false;
+  bool authenticated_ = false;
+  State state_ = State::kAwaitHello;
+  std::uint32_t rank_ = 0;
+  Nonce nonce_{};
+};
+
+void StoreServer::Core::OnAccepted(tcp::socket socket) {
+  auto connection = std::make_shared<Connection>(*this, std::move(socket));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++stats_.accepted;
+    ++stats_.open;
+  }
+  const bool too_many = connections_.size() >= options_.max_connections;
+  connections_.emplace(connection.get(), connection);
+  connection->Start();
+  if (too_many) {
+    connection->Refuse(refusal::kTooManyConnections, "too many connections");
+  }
+}
+
+void StoreServer::Core::Shutdown() {
+  stopping_ = true;
+  error_code ignored;
+  acceptor_.close(ignored);
+  accept_retry_.cancel();
+  std::vector<std::shared_ptr<Connection>> all;
+  all.reserve(connections_.size());
+  for (const auto& [raw, connection] : connections_) {
+    all.push_back(connection);
+  }
+  for (const auto& connection : all) {
+    connection->Close();
+  }
+}
+
+StoreServer::StoreServer(ServerOptions options) : core_(std::make_unique<Core>(std::move(options))) {}
+
+StoreServer::~StoreServer() = default;
+
+std::uint16_t StoreServer::port() const { return core_->port(); }
+
+void StoreServer::Stop() { core_->Stop(); }
+
+ServerStats StoreServer::Stats() const { return core_->Stats(); }
+
+std::map<std::string, std::uint64_t> StoreServer::RefusedByReasonForTest() const {
+  return core_->Stats().refused_by_reason;
+}
+
+std::vector<std::uint32_t> StoreServer::ConnectedRanks() const { return core_->ConnectedRanks(); }
+
+}  // namespace ringleader::rendezvous

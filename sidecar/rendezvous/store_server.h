@@ -1,0 +1,101 @@
+// The rendezvous store's TCP server: one Boost.Asio event loop on one thread it owns serves every
+// connection (tens of thousands), authenticates each by the job token, then answers store ops.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sidecar/rendezvous/protocol.h"
+
+namespace ringleader::rendezvous {
+
+// Why the server closed a connection; the metrics layer labels by these, so the set is fixed.
+namespace refusal {
+inline constexpr std::string_view kBadFrame = "bad_frame";  // bad header or undecodable handshake
+inline constexpr std::string_view kUnsupportedVersion = "unsupported_version";
+inline constexpr std::string_view kAuthenticationFailed = "authentication_failed";
+inline constexpr std::string_view kBadRank = "bad_rank";  // rank >= world_size
+inline constexpr std::string_view kWorldSizeMismatch = "world_size_mismatch";
+inline constexpr std::string_view kHandshakeTimeout = "handshake_timeout";
+inline constexpr std::string_view kProtocolViolation = "protocol_violation";  // e.g. Set before auth
+inline constexpr std::string_view kTooManyConnections = "too_many_connections";
+inline constexpr std::string_view kInternalError = "internal_error";  // the CSPRNG failed
+}  // namespace refusal
+
+struct ServerOptions {
+  std::string bind_address;  // "" or "0.0.0.0": all IPv4 interfaces; "::" for IPv6
+  std::uint16_t port = 0;    // 0: an ephemeral port, see StoreServer::port()
+  std::string token;         // the job token; empty accepts nobody
+  std::uint32_t world_size = 1;
+  // From accept to Welcome; a client that has not finished the handshake by then is closed.
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::size_t max_frame_payload = kDefaultMaxPayload;
+  std::size_t max_connections = 65'536;
+  // Per connection: reading pauses while more than this many reply bytes wait to be sent, or
+  // this many request bytes wait behind a pending Wait or Barrier.
+  std::size_t max_buffered_bytes = 4 * 1024 * 1024;
+  // Called on the server's thread with a refusal:: reason each time it closes a connection for
+  // cause. Must not block and must not call Stop().
+  std::function<void(std::string_view reason)> on_refused;
+};
+
+struct ServerStats {
+  std::uint64_t accepted = 0;       // connections accepted, ever
+  std::uint64_t authenticated = 0;  // connections that got Welcome, ever
+  std::uint64_t open = 0;           // connections open now
+  std::uint64_t pending = 0;        // Waits and Barriers waiting now
+  std::map<std::string, std::uint64_t> refused_by_reason;  // keys are refusal:: reasons
+};
+
+// Store semantics (keys and values are byte strings):
+//   Set/Get as usual; Get of a missing key is NotFound.
+//   Wait{keys, timeout_ms}: Ok once every key exists; TimedOut{"k1,k2"} naming the keys still
+//     missing at the deadline. timeout_ms 0 checks once.
+//   Add: the value is kept as decimal text (so Get works); a missing key counts as 0; a value that
+//     is not an integer, or an overflow, is an Error.
+//   CompareSet (as PyTorch's TCPStore): a missing key with empty expected, or a current value
+//     equal to expected, is set to desired; the reply is the value now stored, or expected when
+//     the key is missing and expected is not empty.
+//   Barrier{name, timeout_ms}: Ok to every waiter once all world_size ranks have entered `name`;
+//     re-entry by a rank is idempotent and a completed barrier stays completed (entering it
+//     answers Ok at once). At its own deadline a waiter gets TimedOut{"3,7"}: the ranks that have
+//     not entered, ascending. A rank that timed out or disconnected still counts as entered.
+//   kConnectedRanksKey (protocol.h): Get answers the ranks with an authenticated connection open,
+//     "0,1,3"; Wait treats it as present; Set, Add and CompareSet on it are an Error.
+// Each connection's requests are answered in order; requests behind a pending Wait or Barrier
+// wait for it. A client that shuts down its sending side is answered what it sent, then closed;
+// if that includes a Wait or Barrier still pending, it is closed at once instead.
+class StoreServer {
+ public:
+  // Binds (SO_REUSEADDR), listens and starts the server's thread. Throws std::runtime_error
+  // naming address:port if it cannot bind or listen.
+  explicit StoreServer(ServerOptions options);
+  ~StoreServer();
+  StoreServer(const StoreServer&) = delete;
+  StoreServer& operator=(const StoreServer&) = delete;
+
+  // The bound port (the ephemeral one when options.port was 0).
+  std::uint16_t port() const;
+  // Closes the listener and every connection (pending waits get nothing) and joins the thread.
+  // Idempotent; must not be called from on_refused.
+  void Stop();
+
+  // Safe from any thread.
+  ServerStats Stats() const;
+  std::map<std::string, std::uint64_t> RefusedByReasonForTest() const;
+  // The ranks with at least one authenticated connection open, ascending (for diagnostics).
+  std::vector<std::uint32_t> ConnectedRanks() const;
+
+ private:
+  class Core;
+  std::unique_ptr<Core> core_;
+};
+
+}  // namespace ringleader::rendezvous

@@ -1,0 +1,103 @@
+// The sidecar's Prometheus metrics. They depend only on a registry; main builds the endpoint
+// that serves them. Every label takes one of a short known list of values, or a rank of this job,
+// so one sidecar exports a bounded number of series.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "sidecar/collectives/communicator.h"
+
+namespace ringleader::sidecar {
+
+// The `collective` label is collectives::CollectiveName(): "all_reduce", ..., "alltoall",
+// "sendrecv".
+enum class ProbeResult : std::uint8_t { kOk, kWrongData, kBelowFloor, kError };
+enum class RendezvousFailure : std::uint8_t { kTimeout, kConnect, kRefused, kProtocol, kMismatch };
+enum class Direction : std::uint8_t { kSend, kRecv };
+enum class PreflightState : std::uint8_t { kPending, kRunning, kPassed, kFailed, kDisabled };
+
+// Label values: "ok", "wrong_data", "below_floor", "timeout", "send", "passed", ...
+std::string_view ProbeResultName(ProbeResult result);
+std::string_view RendezvousFailureName(RendezvousFailure reason);
+std::string_view DirectionName(Direction direction);
+std::string_view PreflightStateName(PreflightState state);
+
+// The `size` label: the smallest power of two >= bytes, clamped to 1 B..16 GiB (the largest
+// preflight message), written "1B", "512B", "1KiB", "64MiB", "16GiB": at most 35 values.
+std::string SizeBucket(std::uint64_t bytes);
+inline constexpr std::uint64_t kMaxSizeBucketBytes = std::uint64_t{16} << 30;
+
+// Labels of the info gauge that are only known once the communicator is up.
+struct SidecarInfo {
+  std::string backend;       // "gloo" or "nccl"
+  std::string transport;     // e.g. "tcp", "ib", "nvlink"
+  std::string nccl_version;  // "" under gloo
+  std::string job;
+  std::string job_namespace;
+};
+
+class SidecarMetrics {
+ public:
+  // Registers, in `registry` (which must outlive this):
+  //   ringleader_sidecar_bus_bandwidth_bytes_per_second{collective,size}        gauge
+  //   ringleader_sidecar_algorithm_bandwidth_bytes_per_second{collective,size}  gauge
+  //   ringleader_sidecar_probe_duration_seconds{collective}    histogram, one timed call
+  //   ringleader_sidecar_probe_runs_total{collective,result}   counter
+  //   ringleader_sidecar_probe_wrong_elements_total{collective} counter
+  //   ringleader_sidecar_rendezvous_duration_seconds           histogram
+  //   ringleader_sidecar_rendezvous_failures_total{reason}     counter
+  //   ringleader_sidecar_refused_connections_total{reason}     counter; reason: the rendezvous
+  //                                                            server's refusal:: reasons, else
+  //                                                            "other"
+  //   ringleader_sidecar_edge_bandwidth_bytes_per_second{peer_rank,direction}  gauge, this
+  //                                                            rank's edges only
+  //   ringleader_sidecar_preflight_state{state}                gauge, 1 for the current state
+  //   ringleader_sidecar_info{backend,transport,nccl_version,world_size,rank,job,namespace} = 1
+  // `rank` < `world_size` bound the edge gauge's peers. Methods are thread-safe.
+  SidecarMetrics(prometheus::Registry& registry, int rank, int world_size);
+
+  // One size of a probe: the bandwidths and the mean seconds of one timed call.
+  void ObserveProbe(collectives::Collective collective, std::uint64_t bytes,
+                    double algbw_bytes_per_second, double busbw_bytes_per_second,
+                    double seconds_per_call);
+  void CountProbeRun(collectives::Collective collective, ProbeResult result);
+  void AddWrongElements(collectives::Collective collective, std::uint64_t count);
+  void ObserveRendezvous(double seconds);
+  void CountRendezvousFailure(RendezvousFailure reason);
+  // `reason` is one of rendezvous::refusal's (the server's on_refused); any other counts as
+  // "other", so a new reason cannot add series unnoticed.
+  void CountRefusedConnection(std::string_view reason);
+  // False (and nothing recorded) for this rank itself or a peer outside 0..world_size-1.
+  bool SetEdgeBandwidth(int peer_rank, Direction direction, double bytes_per_second);
+  void SetPreflightState(PreflightState state);
+  // Replaces the info series (only one exists at a time).
+  void SetInfo(const SidecarInfo& info);
+
+ private:
+  const int rank_;
+  const int world_size_;
+  prometheus::Family<prometheus::Gauge>& busbw_;
+  prometheus::Family<prometheus::Gauge>& algbw_;
+  prometheus::Family<prometheus::Histogram>& probe_duration_;
+  prometheus::Family<prometheus::Counter>& probe_runs_;
+  prometheus::Family<prometheus::Counter>& wrong_elements_;
+  prometheus::Histogram& rendezvous_duration_;
+  prometheus::Family<prometheus::Counter>& rendezvous_failures_;
+  prometheus::Family<prometheus::Counter>& refused_connections_;
+  prometheus::Family<prometheus::Gauge>& edge_bandwidth_;
+  prometheus::Family<prometheus::Gauge>& preflight_state_;
+  prometheus::Family<prometheus::Gauge>& info_;
+  std::mutex mutex_;  // makes SetPreflightState and SetInfo whole
+  prometheus::Gauge* info_series_ = nullptr;  // guarded by mutex_
+};
+
+}  // namespace ringleader::sidecar

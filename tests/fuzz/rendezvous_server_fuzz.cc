@@ -1,0 +1,137 @@
+// libFuzzer target for the rendezvous server as peers meet it: fuzzer bytes go over a real TCP
+// connection to a real StoreServer, either straight away (the handshake under attack) or after
+// a proper token handshake (store ops from a hostile but authenticated rank). The server must
+// answer only well-formed frames, close the connection once the client has finished sending,
+// and never crash or stall; ASan watches the server's thread.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sidecar/rendezvous/auth.h"
+#include "sidecar/rendezvous/protocol.h"
+#include "sidecar/rendezvous/store_server.h"
+
+namespace {
+
+namespace rz = ringleader::rendezvous;
+
+constexpr std::string_view kToken = "fuzz-token";
+constexpr std::uint32_t kWorldSize = 4;
+
+// The server, replaced every kInputsPerServer inputs so the keys fuzzer sessions store do not
+// pile up over a long run.
+constexpr int kInputsPerServer = 2000;
+
+rz::StoreServer& Server() {
+  static std::unique_ptr<rz::StoreServer> server;
+  static int inputs = 0;
+  if (!server || ++inputs % kInputsPerServer == 0) {
+    server.reset();
+    rz::ServerOptions options;
+    options.bind_address = "127.0.0.1";
+    options.token = std::string(kToken);
+    options.world_size = kWorldSize;
+    options.handshake_timeout = std::chrono::milliseconds(2000);
+    options.max_frame_payload = 64 * 1024;
+    server = std::make_unique<rz::StoreServer>(options);
+  }
+  return *server;
+}
+
+int Connect(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    std::abort();  // the server stopped accepting
+  }
+  timeval timeout{5, 0};  // a server that neither answers nor closes within 5 s has stalled
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  return fd;
+}
+
+void SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t sent = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (sent <= 0) {
+      return;  // the server closed on us, which is allowed
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(sent));
+  }
+}
+
+// Reads frames until the server closes; aborts on a malformed reply or a stall. With
+// `until_type`, returns the first frame of that type instead (or nullopt on close).
+std::optional<rz::Frame> ReadReplies(int fd, rz::FrameDecoder& decoder,
+                                     std::optional<rz::MessageType> until_type) {
+  char buffer[4096];
+  while (true) {
+    while (auto frame = decoder.Next()) {
+      if (!rz::DecodeMessage(*frame).ok()) {
+        std::abort();  // the server sent a frame it cannot decode itself
+      }
+      if (until_type && frame->type == *until_type) {
+        return frame;
+      }
+    }
+    const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
+    if (got == 0 || (got < 0 && errno == ECONNRESET)) {
+      return std::nullopt;
+    }
+    if (got < 0) {
+      std::abort();  // timed out: the server neither answered nor closed
+    }
+    if (!decoder.Feed(std::string_view(buffer, static_cast<std::size_t>(got)))) {
+      std::abort();  // the server's own bytes do not frame
+    }
+  }
+}
+
+bool Authenticate(int fd, rz::FrameDecoder& decoder, std::uint32_t rank) {
+  SendAll(fd, rz::EncodeMessage(rz::Hello{rank, kWorldSize}));
+  const auto challenge_frame = ReadReplies(fd, decoder, rz::MessageType::kChallenge);
+  if (!challenge_frame) {
+    return false;
+  }
+  const auto challenge = rz::Challenge::Decode(challenge_frame->payload);
+  if (!challenge.ok()) {
+    std::abort();
+  }
+  SendAll(fd, rz::EncodeMessage(rz::Proof{rz::ComputeProof(kToken, challenge.value().nonce, rank)}));
+  return ReadReplies(fd, decoder, rz::MessageType::kWelcome).has_value();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) {
+    return 0;
+  }
+  // The first byte: bit 0 chooses an authenticated session, the next bits the rank.
+  const bool authenticated = (data[0] & 1) != 0;
+  const std::uint32_t rank = (data[0] >> 1) % kWorldSize;
+  const std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const int fd = Connect(Server().port());
+  rz::FrameDecoder decoder(2 * 1024 * 1024);
+  if (authenticated && !Authenticate(fd, decoder, rank)) {
+    std::abort();  // a correct proof must be welcomed
+  }
+  SendAll(fd, stream);
+  ::shutdown(fd, SHUT_WR);
+  ReadReplies(fd, decoder, std::nullopt);
+  ::close(fd);
+  return 0;
+}

@@ -1,0 +1,146 @@
+// ringleader-sidecar as real processes on 127.0.0.1: Gloo worlds pass the preflight with exact
+// data, a missing, refused or killed rank is named by every survivor, and nothing hangs.
+#include <signal.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/sidecar/app/sidecar_world.h"
+#include "tests/support/http_fetch.h"
+
+namespace ringleader::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+class SidecarWorldSizeTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(SidecarWorldSizeTest, PreflightPassesWithExactDataAndWritesTheContract) {
+  const int world_size = GetParam();
+  SidecarWorld world({.world_size = world_size, .mode = "preflight"});
+  world.StartAll();
+  const auto exits = world.WaitAll(seconds(60));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << rank << "\n" << world.AllLogs();
+  }
+  // Rank 0 prints the table: every collective ran and no element was wrong (a wrong one fails
+  // the preflight, which the exit codes above rule out).
+  const std::string table = world.Log(0);
+  for (const char* collective : {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv"}) {
+    EXPECT_THAT(table, HasSubstr(collective));
+  }
+  EXPECT_THAT(table, HasSubstr("preflight passed"));
+  for (int rank = 0; rank < world_size; ++rank) {
+    std::ifstream in(world.contract_file(rank));
+    ASSERT_TRUE(in.good()) << world.contract_file(rank);
+    const auto contract = nlohmann::json::parse(in);
+    EXPECT_EQ(contract.at("masterAddr"), "127.0.0.1");
+    EXPECT_EQ(contract.at("rank"), rank);
+    EXPECT_EQ(contract.at("worldSize"), world_size);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, SidecarWorldSizeTest, ::testing::Values(2, 3, 4, 8));
+
+TEST(SidecarProcessTest, EveryRankNamesTheRankThatNeverJoined) {
+  SidecarWorld world({.world_size = 4, .mode = "preflight", .rendezvous_timeout_seconds = 3});
+  for (int rank : {0, 1, 2}) {
+    world.Start(rank);
+  }
+  // Every survivor ends within the rendezvous timeout plus 5 s.
+  const auto exits = world.WaitAll(seconds(3 + 5));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_EQ(exit->exit_code, 1);
+    EXPECT_THAT(world.Log(rank), HasSubstr("rank 3 of 4 did not join within 3 s"));
+  }
+}
+
+TEST(SidecarProcessTest, ARankWithTheWrongTokenIsRefusedAndTheOthersNameIt) {
+  SidecarWorld world({.world_size = 3, .mode = "preflight", .rendezvous_timeout_seconds = 3});
+  world.Start(0);
+  world.Start(1);
+  world.Start(2, std::string("not-the-job-token"));
+  const auto exits = world.WaitAll(seconds(3 + 5));
+  ASSERT_TRUE(exits.at(2).has_value());
+  EXPECT_EQ(exits.at(2)->exit_code, 1);
+  EXPECT_THAT(world.Log(2), HasSubstr("authentication failed"));
+  for (int rank : {0, 1}) {
+    ASSERT_TRUE(exits.at(rank).has_value()) << world.AllLogs();
+    EXPECT_EQ(exits.at(rank)->exit_code, 1);
+    EXPECT_THAT(world.Log(rank), HasSubstr("rank 2 of 3 did not join"));
+  }
+  // Rank 0 counted the refusal before it gave up.
+}
+
+// Kills `victim` once all ranks monitor; every survivor must exit non-zero naming it within
+// the probe timeout (10 s) plus 5 s.
+void KillDuringProbe(int victim) {
+  SidecarWorld world({.world_size = 4, .mode = "monitor"});
+  world.StartAll();
+  for (int rank = 0; rank < 4; ++rank) {
+    ASSERT_TRUE(world.WaitForLog(rank, "monitoring", seconds(30))) << world.AllLogs();
+  }
+  world.process(victim).Signal(SIGKILL);
+  const auto exits = world.WaitAll(seconds(10 + 5));
+  for (const auto& [rank, exit] : exits) {
+    if (rank == victim) {
+      continue;
+    }
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_EQ(exit->exit_code, 1) << world.AllLogs();
+    EXPECT_THAT(world.Log(rank), HasSubstr("rank " + std::to_string(victim) + " of 4 is gone"))
+        << world.AllLogs();
+  }
+}
+
+TEST(SidecarProcessTest, KillingARankDuringAProbeIsNamedByEverySurvivor) { KillDuringProbe(2); }
+
+TEST(SidecarProcessTest, KillingRankZeroTakesTheStoreAndIsNamed) { KillDuringProbe(0); }
+
+TEST(SidecarProcessTest, SigtermStopsTheMonitorCleanly) {
+  SidecarWorld world({.world_size = 2, .mode = "monitor"});
+  world.StartAll();
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_TRUE(world.WaitForLog(rank, "monitoring", seconds(30))) << world.AllLogs();
+  }
+  world.process(0).Signal(SIGTERM);
+  world.process(1).Signal(SIGTERM);
+  const auto exits = world.WaitAll(seconds(10));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << world.AllLogs();
+    EXPECT_TRUE(exit->exited()) << world.AllLogs();
+  }
+}
+
+TEST(SidecarProcessTest, ServesMetricsSummaryAndReadinessAfterThePreflight) {
+  SidecarWorld world({.world_size = 2, .mode = "run"});
+  world.StartAll();
+  ASSERT_TRUE(world.WaitForLog(0, "preflight passed", seconds(30))) << world.AllLogs();
+  const std::string base = "http://127.0.0.1:" + std::to_string(world.metrics_port(0));
+  const auto ready = HttpGet(base + "/readyz");
+  ASSERT_TRUE(ready.has_value());
+  EXPECT_EQ(ready->status, 200);
+  const auto metrics = HttpGet(base + "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_THAT(metrics->body, HasSubstr("ringleader_sidecar_bus_bandwidth_bytes_per_second{collective=\"all_reduce\""));
+  EXPECT_THAT(metrics->body, HasSubstr("ringleader_sidecar_info{"));
+  const auto summary = HttpGet(base + "/summary");
+  ASSERT_TRUE(summary.has_value());
+  const auto json = nlohmann::json::parse(summary->body);
+  EXPECT_EQ(json.at("backend"), "gloo");
+  EXPECT_EQ(json.at("preflight"), "Passed");
+  EXPECT_GT(json.at("allReduceBusBandwidthBytesPerSecond").get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace ringleader::testing

@@ -1,0 +1,122 @@
+#include "tests/sidecar/app/sidecar_world.h"
+
+#include <fstream>
+#include <thread>
+
+#include "tests/support/test_environment.h"
+
+namespace ringleader::testing {
+namespace {
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+}  // namespace
+
+SidecarWorld::SidecarWorld(const SidecarWorldOptions& options)
+    : options_(options), dir_(MakeTempDir("ringleader-sidecar-world")) {
+  rendezvous_port_ = FreePort();
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    metrics_ports_.push_back(FreePort());
+    std::filesystem::create_directories(dir_ / ("rank-" + std::to_string(rank)));
+  }
+  WriteFile(dir_ / "token", "job-token-for-tests\n");
+}
+
+SidecarWorld::~SidecarWorld() {
+  processes_.clear();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+void SidecarWorld::Start(int rank, const std::optional<std::string>& token) {
+  const auto rank_dir = dir_ / ("rank-" + std::to_string(rank));
+  std::filesystem::path token_file = dir_ / "token";
+  if (token) {
+    token_file = rank_dir / "token";
+    WriteFile(token_file, *token);
+  }
+  std::map<std::string, std::string> env = {
+      {"RINGLEADER_JOB_NAME", "probe-test"},
+      {"RINGLEADER_JOB_NAMESPACE", "default"},
+      {"RINGLEADER_RANK", std::to_string(rank)},
+      {"RINGLEADER_REPLICAS", std::to_string(options_.world_size)},
+      {"RINGLEADER_RENDEZVOUS_ADDR", "127.0.0.1"},
+      {"RINGLEADER_RENDEZVOUS_PORT", std::to_string(rendezvous_port_)},
+      {"RINGLEADER_METRICS_PORT", std::to_string(metrics_ports_.at(rank))},
+      {"RINGLEADER_METRICS_BIND_ADDRESS", "127.0.0.1"},
+      {"RINGLEADER_BACKEND", "gloo"},
+      {"RINGLEADER_MODE", options_.mode},
+      {"RINGLEADER_TOKEN_FILE", token_file.string()},
+      {"RINGLEADER_RUN_DIR", rank_dir.string()},
+      {"RINGLEADER_POD_IP", "127.0.0.1"},
+      {"RINGLEADER_PREFLIGHT_MIN_BYTES", "1024"},
+      {"RINGLEADER_PREFLIGHT_MAX_BYTES", "65536"},
+      {"RINGLEADER_PREFLIGHT_STEP_FACTOR", "4"},
+      {"RINGLEADER_PREFLIGHT_WARMUP_ITERATIONS", "1"},
+      {"RINGLEADER_PREFLIGHT_ITERATIONS", "3"},
+      {"RINGLEADER_PREFLIGHT_TIMEOUT_SECONDS", "10"},
+      {"RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS", std::to_string(options_.rendezvous_timeout_seconds)},
+      {"RINGLEADER_MONITOR_INTERVAL_SECONDS", "1"},
+      {"RINGLEADER_MONITOR_MESSAGE_BYTES", "65536"},
+  };
+  for (const auto& [name, value] : options_.env) {
+    env[name] = value;
+  }
+  ChildOptions child;
+  child.binary = RINGLEADER_SIDECAR_PATH;
+  child.env = env;
+  child.log = rank_dir / "log";
+  processes_[rank] = std::make_unique<ChildProcess>(child);
+}
+
+void SidecarWorld::StartAll() {
+  for (int rank = 0; rank < options_.world_size; ++rank) {
+    Start(rank);
+  }
+}
+
+std::string SidecarWorld::Log(int rank) const {
+  return ReadLog(dir_ / ("rank-" + std::to_string(rank)) / "log");
+}
+
+bool SidecarWorld::WaitForLog(int rank, const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (Log(rank).find(text) != std::string::npos) {
+      return true;
+    }
+    if (!process(rank).Running()) {
+      return Log(rank).find(text) != std::string::npos;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+std::filesystem::path SidecarWorld::contract_file(int rank) const {
+  return dir_ / ("rank-" + std::to_string(rank)) / "contract.json";
+}
+
+std::map<int, std::optional<ChildExit>> SidecarWorld::WaitAll(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::map<int, std::optional<ChildExit>> exits;
+  for (auto& [rank, child] : processes_) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    exits[rank] = child->WaitFor(std::max(left, std::chrono::milliseconds(0)));
+  }
+  return exits;
+}
+
+std::string SidecarWorld::AllLogs() const {
+  std::string text;
+  for (const auto& [rank, child] : processes_) {
+    text += "--- rank " + std::to_string(rank) + " ---\n" + Log(rank);
+  }
+  return text;
+}
+
+}  // namespace ringleader::testing

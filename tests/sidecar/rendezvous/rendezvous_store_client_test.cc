@@ -1,0 +1,180 @@
+// StoreClient against a real StoreServer on 127.0.0.1: connecting with backoff, refusals that
+// must not be retried, and a server that goes away mid-call.
+#include "sidecar/rendezvous/store_client.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sidecar/rendezvous/store_server.h"
+
+namespace ringleader::rendezvous {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kToken[] = "client-test-token";
+
+ServerOptions Options(std::uint32_t world_size, std::uint16_t port = 0) {
+  ServerOptions options;
+  options.bind_address = "127.0.0.1";
+  options.port = port;
+  options.token = kToken;
+  options.world_size = world_size;
+  return options;
+}
+
+ClientOptions ClientFor(std::uint16_t port, std::uint32_t rank, std::uint32_t world_size) {
+  ClientOptions options;
+  options.host = "127.0.0.1";
+  options.port = port;
+  options.token = kToken;
+  options.rank = rank;
+  options.world_size = world_size;
+  options.deadline = Clock::now() + seconds(10);
+  options.io_timeout = seconds(5);
+  return options;
+}
+
+// A loopback port that nothing listens on (bound, read, released).
+std::uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+  socklen_t length = sizeof(address);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+TEST(StoreClientTest, BacksOffAndConnectsWhenTheServerStartsLate) {
+  const std::uint16_t port = FreePort();
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> failures;
+  ClientOptions options = ClientFor(port, 0, 1);
+  options.initial_backoff = milliseconds(10);
+  options.max_backoff = milliseconds(100);
+  options.on_attempt_failed = [&](std::string_view error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.emplace_back(error);
+    changed.notify_all();
+  };
+  std::optional<Result<std::unique_ptr<StoreClient>>> connected;
+  std::thread client([&] { connected = StoreClient::Connect(options); });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, seconds(5), [&] { return failures.size() >= 2; }));
+    EXPECT_EQ(failures[0], "connection refused");
+  }
+  StoreServer server(Options(1, port));
+  client.join();
+  ASSERT_TRUE(connected->ok()) << connected->error();
+  EXPECT_TRUE(connected->value()->Set("k", "v").ok());
+}
+
+TEST(StoreClientTest, WrongTokenFailsAtOnceWithoutRetrying) {
+  StoreServer server(Options(2));
+  ClientOptions options = ClientFor(server.port(), 1, 2);
+  options.token = "wrong";
+  options.deadline = Clock::now() + seconds(60);
+  int retries = 0;
+  options.on_attempt_failed = [&](std::string_view) { ++retries; };
+  const auto started = Clock::now();
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_LT(Clock::now() - started, seconds(5));
+  EXPECT_EQ(retries, 0);
+  EXPECT_EQ(client.error(), "rendezvous server 127.0.0.1:" + std::to_string(server.port()) +
+                                " (rank 0) refused: authentication failed (rank 1 of 2)");
+  EXPECT_EQ(server.RefusedByReasonForTest().at("authentication_failed"), 1U);
+}
+
+TEST(StoreClientTest, UnreachableServerErrorNamesItAndTheCause) {
+  const std::uint16_t port = FreePort();
+  ClientOptions options = ClientFor(port, 3, 4);
+  options.deadline = Clock::now() + milliseconds(300);
+  options.initial_backoff = milliseconds(10);
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.error(), "rendezvous server 127.0.0.1:" + std::to_string(port) +
+                                " (rank 0) unreachable for 0 s: connection refused");
+}
+
+TEST(StoreClientTest, ServerStoppedDuringABarrierFailsTheCallQuicklyNamingTheServer) {
+  auto server = std::make_unique<StoreServer>(Options(2));
+  const std::uint16_t port = server->port();
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(ClientFor(port, 0, 2));
+  ASSERT_TRUE(client.ok()) << client.error();
+  std::optional<Result<BarrierOutcome>> outcome;
+  Clock::time_point failed_at;
+  std::thread waiting([&] {
+    outcome = client.value()->Barrier("join", seconds(120));
+    failed_at = Clock::now();
+  });
+  const auto deadline = Clock::now() + seconds(5);
+  while (server->Stats().pending == 0 && Clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_EQ(server->Stats().pending, 1U);
+  const auto stopped_at = Clock::now();
+  server->Stop();
+  waiting.join();
+  ASSERT_FALSE(outcome->ok());
+  EXPECT_LT(failed_at - stopped_at, seconds(2));
+  EXPECT_THAT(outcome->error(), HasSubstr("rendezvous server 127.0.0.1:" + std::to_string(port)));
+  EXPECT_THAT(outcome->error(), HasSubstr("Barrier failed: connection closed by the server"));
+  // Later calls fail at once with the same error.
+  EXPECT_EQ(client.value()->Get("k").error(), outcome->error());
+}
+
+TEST(StoreClientTest, MultiGetPipelinesThousandsOfKeysInOrder) {
+  StoreServer server(Options(1));
+  Result<std::unique_ptr<StoreClient>> client =
+      StoreClient::Connect(ClientFor(server.port(), 0, 1));
+  ASSERT_TRUE(client.ok()) << client.error();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 5000; ++i) {
+    keys.push_back("key/" + std::to_string(i));
+    if (i % 2 == 0) {
+      ASSERT_TRUE(client.value()->Set(keys.back(), std::string(200, 'v') + std::to_string(i)).ok());
+    }
+  }
+  Result<std::vector<std::optional<std::string>>> values = client.value()->MultiGet(keys);
+  ASSERT_TRUE(values.ok()) << values.error();
+  ASSERT_EQ(values.value().size(), keys.size());
+  for (int i = 0; i < 5000; ++i) {
+    if (i % 2 == 0) {
+      EXPECT_EQ(values.value()[i], std::string(200, 'v') + std::to_string(i));
+    } else {
+      EXPECT_EQ(values.value()[i], std::nullopt);
+    }
+  }
+}
+
+TEST(StoreClientTest, ParseMissingRanksSortsAndSkipsWhatIsNotARank) {
+  EXPECT_THAT(ParseMissingRanks("7,3"), ElementsAre(3U, 7U));
+  EXPECT_THAT(ParseMissingRanks("1,2,..."), ElementsAre(1U, 2U));
+  EXPECT_TRUE(ParseMissingRanks("").empty());
+}
+
+}  // namespace
+}  // namespace ringleader::rendezvous

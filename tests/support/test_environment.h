@@ -1,0 +1,15 @@
+// Small facts integration tests need from the machine: a scratch directory and a free port.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+namespace ringleader::testing {
+
+// A fresh directory under the system temp dir, named with `prefix` and a random suffix.
+std::filesystem::path MakeTempDir(std::string_view prefix);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, then released).
+int FreePort();
+
+}  // namespace ringleader::testing
