@@ -19,6 +19,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <openssl/crypto.h>
 
 #include "sidecar/rendezvous/auth.h"
 
@@ -368,7 +369,11 @@ class StoreServer::Core {
     }
     port_ = acceptor_.local_endpoint().port();
     Accept();
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+      io_.run();
+      // Nonces come from OpenSSL's per-thread generator; free it with the thread.
+      OPENSSL_thread_stop();
+    });
   }
 
   ~Core() { Stop(); }
