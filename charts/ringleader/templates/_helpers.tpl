@@ -1,0 +1,65 @@
+{{/* Names and labels shared by every template. */}}
+
+{{- define "ringleader.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "ringleader.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "ringleader.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "ringleader.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "ringleader.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ringleader.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end }}
+
+{{- define "ringleader.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{ include "ringleader.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/part-of: ringleader
+{{- end }}
+
+{{- define "ringleader.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "ringleader.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "ringleader.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{- define "ringleader.sidecarImage" -}}
+{{- printf "%s:%s" .Values.operator.sidecarImage.repository (default .Chart.AppVersion .Values.operator.sidecarImage.tag) }}
+{{- end }}
+
+{{/*
+What the operator does to TrainingJobs and their children, derived from operator/runtime: the
+informers list and watch TrainingJobs, Pods, Services and Secrets; the applier creates and
+deletes the children (reading one back when its name is taken), writes status through
+/status with PUT, deletes a finished job after its TTL and records Events.
+*/}}
+{{- define "ringleader.jobRules" -}}
+- apiGroups: [ringleader.dev]
+  resources: [trainingjobs]
+  verbs: [list, watch, delete]
+- apiGroups: [ringleader.dev]
+  resources: [trainingjobs/status]
+  verbs: [update]
+- apiGroups: [""]
+  resources: [pods, services, secrets]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+{{- end }}

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Static checks of docker/Dockerfile.* (no container engine here to build them).
+
+Usage: check_dockerfiles.py REPO_ROOT BUILD_DIR TARGET_FILE...
+Every COPY source exists in the repository and is not in .dockerignore, or comes from an
+earlier stage; every base image is pinned; the final stage runs as a non-root user; and every
+ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built and installed
+by the build stage from the path CMake puts it at.
+"""
+import fnmatch
+import glob
+import json
+import os
+import re
+import sys
+
+errors = []
+
+
+def check(condition, message):
+    if not condition:
+        errors.append(message)
+
+
+def instructions(path):
+    """(lineno, INSTRUCTION, rest) with continuation lines joined and comments dropped."""
+    out, buf, start = [], "", 0
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            stripped = line.strip()
+            if not buf and (not stripped or stripped.startswith("#")):
+                continue
+            if not buf:
+                start = n
+            if stripped.startswith("#"):
+                continue
+            if stripped.endswith("\\"):
+                buf += stripped[:-1] + " "
+                continue
+            buf += stripped
+            word, _, rest = buf.partition(" ")
+            out.append((start, word.upper(), rest.strip()))
+            buf = ""
+    return out
+
+
+def ignored(rel, patterns):
+    for p in patterns:
+        if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.split("/")[0], p):
+            return True
+    return False
+
+
+def main():
+    root, build_dir, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
+    binaries = {os.path.basename(t): os.path.relpath(t, build_dir) for t in targets}
+    for name, rel in binaries.items():
+        check(os.path.exists(os.path.join(build_dir, rel)), "target %s is not built at %s" % (name, rel))
+    with open(os.path.join(root, ".dockerignore")) as f:
+        patterns = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+    dockerfiles = sorted(glob.glob(os.path.join(root, "docker", "Dockerfile.*")))
+    want = {"Dockerfile.operator", "Dockerfile.sidecar", "Dockerfile.sidecar-cpu"}
+    check(want <= {os.path.basename(d) for d in dockerfiles}, "missing Dockerfiles: %s" % (want - {os.path.basename(d) for d in dockerfiles}))
+    for path in dockerfiles:
+        name = os.path.relpath(path, root)
+        args, stages, user, entry, run_text = {}, [], None, None, ""
+        for line, word, rest in instructions(path):
+            where = "%s:%d" % (name, line)
+            if word == "ARG":
+                key, _, value = rest.partition("=")
+                args[key] = value
+            elif word == "FROM":
+                m = re.fullmatch(r"(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
+                image = m.group(1)
+                image = re.sub(r"\$\{(\w+)\}", lambda v: args.get(v.group(1), ""), image)
+                if image in stages:
+                    pass  # an earlier stage
+                else:
+                    tag = image.rsplit(":", 1)[1] if ":" in image.split("/")[-1] else ""
+                    check(tag and tag != "latest" and re.search(r"\d", tag),
+                          "%s: base %r is not pinned to a versioned tag" % (where, image))
+                    check(not image.startswith("debian") or re.match(r"debian:(12(\.\d+)?|bookworm)", image),
+                          "%s: Debian base %r is not bookworm (12)" % (where, image))
+                stages.append(m.group(2) or "")
+                user, entry, run_text = None, None, ""
+            elif word == "COPY":
+                parts = rest.split()
+                flags = [p for p in parts if p.startswith("--")]
+                paths = [p for p in parts if not p.startswith("--")]
+                sources = paths[:-1]
+                check(sources, "%s: COPY without a source" % where)
+                source_stage = next((f.split("=", 1)[1] for f in flags if f.startswith("--from=")), None)
+                if source_stage is not None:
+                    check(source_stage in stages[:-1],
+                          "%s: COPY --from=%s names no earlier stage" % (where, source_stage))
+                    continue
+                for src in sources:
+                    rel = os.path.normpath(src).lstrip("/")
+                    check(os.path.exists(os.path.join(root, rel)), "%s: COPY source %s does not exist" % (where, src))
+                    check(rel == "." or not ignored(rel, patterns), "%s: COPY source %s is in .dockerignore" % (where, src))
+            elif word == "RUN":
+                run_text += " " + rest
+            elif word == "USER":
+                user = rest
+            elif word in ("ENTRYPOINT", "CMD"):
+                try:
+                    value = json.loads(rest)
+                except ValueError:
+                    value = None
+                check(isinstance(value, list) and value, "%s: %s must be in exec (JSON) form" % (where, word))
+                if word == "ENTRYPOINT" and isinstance(value, list) and value:
+                    entry = value[0]
+        check(len(stages) >= 2, "%s: not a multi-stage build" % name)
+        check(user and user.split(":")[0] not in ("0", "root"), "%s: the final stage must set a non-root USER" % name)
+        binary = os.path.basename(entry or "")
+        if check(binary in binaries, "%s: ENTRYPOINT %r is none of the built binaries %s" % (name, entry, sorted(binaries))):
+            check(entry == "/usr/local/bin/" + binary,
+                  "%s: ENTRYPOINT must be /usr/local/bin/%s, where copy-runtime-libs.sh installs it" % (name, binary))
+        # The build stage builds that target and installs it from where CMake puts it.
+        build_text = open(path).read()
+        check(re.search(r"--target\s+%s\b" % re.escape(binary), build_text),
+              "%s: no `cmake --build ... --target %s`" % (name, binary))
+        check(binary in binaries and ("build/" + binaries[binary]) in build_text,
+              "%s: does not install build/%s" % (name, binaries.get(binary)))
+    for e in errors:
+        print("docker: " + e, file=sys.stderr)
+    print("docker: %d Dockerfiles, %d problems" % (len(dockerfiles), len(errors)))
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
