@@ -6,10 +6,12 @@
 #include <optional>
 #include <vector>
 
+#include "tests/support/metric_series.h"
+
 namespace ringleader::runtime {
 namespace {
 
-using Labels = std::map<std::string, std::string>;
+using Labels = testing::MetricLabels;
 
 class OperatorMetricsTest : public ::testing::Test {
  protected:
@@ -17,29 +19,14 @@ class OperatorMetricsTest : public ::testing::Test {
   OperatorMetrics metrics_{registry_};
 
   std::optional<prometheus::MetricFamily> Family(const std::string& name) {
-    for (prometheus::MetricFamily& family : registry_.Collect()) {
-      if (family.name == name) {
-        return family;
-      }
-    }
-    return std::nullopt;
+    return testing::FindFamily(registry_, name);
   }
 
   // Every series of the family, by its labels.
   std::map<Labels, prometheus::ClientMetric> Series(const std::string& name) {
-    std::map<Labels, prometheus::ClientMetric> series;
-    const std::optional<prometheus::MetricFamily> family = Family(name);
-    EXPECT_TRUE(family.has_value()) << name;
-    if (family) {
-      for (const prometheus::ClientMetric& metric : family->metric) {
-        Labels labels;
-        for (const auto& label : metric.label) {
-          labels[label.name] = label.value;
-        }
-        series[labels] = metric;
-      }
-    }
-    return series;
+    auto series = testing::SeriesByLabels(registry_, name);
+    EXPECT_TRUE(series.has_value()) << name;
+    return series.value_or(std::map<Labels, prometheus::ClientMetric>{});
   }
 
   prometheus::ClientMetric Only(const std::string& name) {

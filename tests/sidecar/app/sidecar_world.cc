@@ -1,5 +1,6 @@
 #include "tests/sidecar/app/sidecar_world.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -62,6 +63,12 @@ void SidecarWorld::Start(int rank, const std::optional<std::string>& token) {
       {"RINGLEADER_MONITOR_INTERVAL_SECONDS", "1"},
       {"RINGLEADER_MONITOR_MESSAGE_BYTES", "65536"},
   };
+  // Sanitizer settings (suppressions, halt_on_error) reach the sidecars of a sanitizer build.
+  for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    if (const char* value = std::getenv(name)) {
+      env[name] = value;
+    }
+  }
   for (const auto& [name, value] : options_.env) {
     env[name] = value;
   }
