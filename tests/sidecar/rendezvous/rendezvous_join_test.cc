@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "sidecar/rendezvous/store_server.h"
+#include "tests/sidecar/rendezvous/local_store.h"
 
 namespace ringleader::rendezvous {
 namespace {
@@ -24,24 +25,10 @@ using std::chrono::seconds;
 
 constexpr char kToken[] = "join-test-token";
 
-ServerOptions Options(std::uint32_t world_size) {
-  ServerOptions options;
-  options.bind_address = "127.0.0.1";
-  options.token = kToken;
-  options.world_size = world_size;
-  return options;
-}
+ServerOptions Options(std::uint32_t world_size) { return testing::LocalServerOptions(kToken, world_size); }
 
 ClientOptions ClientFor(const StoreServer& server, std::uint32_t rank, std::uint32_t world_size) {
-  ClientOptions options;
-  options.host = "127.0.0.1";
-  options.port = server.port();
-  options.token = kToken;
-  options.rank = rank;
-  options.world_size = world_size;
-  options.deadline = Clock::now() + seconds(20);
-  options.io_timeout = seconds(20);
-  return options;
+  return testing::LocalClientOptions(kToken, server.port(), rank, world_size, seconds(20), seconds(20));
 }
 
 std::string AddressOf(std::uint32_t rank) { return "10.0.0." + std::to_string(rank + 1); }

@@ -19,6 +19,8 @@
 #include <gtest/gtest.h>
 
 #include "sidecar/rendezvous/store_server.h"
+#include "tests/sidecar/rendezvous/local_store.h"
+#include "tests/support/test_environment.h"
 
 namespace ringleader::rendezvous {
 namespace {
@@ -32,38 +34,15 @@ using std::chrono::seconds;
 constexpr char kToken[] = "client-test-token";
 
 ServerOptions Options(std::uint32_t world_size, std::uint16_t port = 0) {
-  ServerOptions options;
-  options.bind_address = "127.0.0.1";
-  options.port = port;
-  options.token = kToken;
-  options.world_size = world_size;
-  return options;
+  return testing::LocalServerOptions(kToken, world_size, port);
 }
 
 ClientOptions ClientFor(std::uint16_t port, std::uint32_t rank, std::uint32_t world_size) {
-  ClientOptions options;
-  options.host = "127.0.0.1";
-  options.port = port;
-  options.token = kToken;
-  options.rank = rank;
-  options.world_size = world_size;
-  options.deadline = Clock::now() + seconds(10);
-  options.io_timeout = seconds(5);
-  return options;
+  return testing::LocalClientOptions(kToken, port, rank, world_size, seconds(10), seconds(5));
 }
 
-// A loopback port that nothing listens on (bound, read, released).
-std::uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
+// A loopback port that nothing listens on.
+std::uint16_t FreePort() { return static_cast<std::uint16_t>(ringleader::testing::FreePort()); }
 
 TEST(StoreClientTest, BacksOffAndConnectsWhenTheServerStartsLate) {
   const std::uint16_t port = FreePort();

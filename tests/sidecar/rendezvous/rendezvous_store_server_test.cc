@@ -23,6 +23,7 @@
 
 #include "sidecar/rendezvous/auth.h"
 #include "sidecar/rendezvous/store_client.h"
+#include "tests/sidecar/rendezvous/local_store.h"
 
 namespace ringleader::rendezvous {
 namespace {
@@ -48,24 +49,10 @@ bool Eventually(const std::function<bool()>& cond, milliseconds within = seconds
   return true;
 }
 
-ServerOptions Options(std::uint32_t world_size) {
-  ServerOptions options;
-  options.bind_address = "127.0.0.1";
-  options.token = kToken;
-  options.world_size = world_size;
-  return options;
-}
+ServerOptions Options(std::uint32_t world_size) { return testing::LocalServerOptions(kToken, world_size); }
 
 ClientOptions ClientFor(const StoreServer& server, std::uint32_t rank, std::uint32_t world_size) {
-  ClientOptions options;
-  options.host = "127.0.0.1";
-  options.port = server.port();
-  options.token = kToken;
-  options.rank = rank;
-  options.world_size = world_size;
-  options.deadline = Clock::now() + seconds(10);
-  options.io_timeout = seconds(10);
-  return options;
+  return testing::LocalClientOptions(kToken, server.port(), rank, world_size);
 }
 
 std::unique_ptr<StoreClient> MustConnect(const StoreServer& server, std::uint32_t rank,
@@ -524,7 +511,7 @@ TEST(StoreServerTest, HelloAfterWelcomeIsAProtocolViolation) {
   RawConnection raw(server.port());
   ASSERT_EQ(raw.Handshake(kToken, 0, 1), Message(Welcome{}));
   raw.Send(EncodeMessage(Hello{0, 1}));
-  EXPECT_THAT(RefusalOf(raw.ReadUntilClosed()), testing::Optional(HasSubstr("not a request")));
+  EXPECT_THAT(RefusalOf(raw.ReadUntilClosed()), ::testing::Optional(HasSubstr("not a request")));
   EXPECT_EQ(RefusedFor(server, refusal::kProtocolViolation), 1U);
 }
 
