@@ -1,0 +1,163 @@
+// The baseline for the sidecar's all_reduce probe: N processes call gloo::allreduce directly
+// (TCP on loopback, FileStore rendezvous), timed the way the probe times it: warm-up, a barrier,
+// the wall clock around `iters` calls, the slowest rank's mean; busbw = size / t x 2(n-1)/n.
+//   gloo_allreduce_direct [--ranks 4] [--min 1048576] [--max 268435456] [--factor 4]
+//                         [--warmup 2] [--iters 5]
+// Rank 0 prints "bytes busbw_GBps" per size.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+namespace ringleader::bench {
+namespace {
+
+struct Args {
+  int ranks = 4;
+  std::size_t min_bytes = std::size_t{1} << 20;
+  std::size_t max_bytes = std::size_t{256} << 20;
+  std::size_t factor = 4;
+  int warmup = 2;
+  int iters = 5;
+};
+
+Args ParseArgs(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    if (flag == "--ranks") {
+      args.ranks = std::stoi(value);
+    } else if (flag == "--min") {
+      args.min_bytes = std::stoul(value);
+    } else if (flag == "--max") {
+      args.max_bytes = std::stoul(value);
+    } else if (flag == "--factor") {
+      args.factor = std::stoul(value);
+    } else if (flag == "--warmup") {
+      args.warmup = std::stoi(value);
+    } else if (flag == "--iters") {
+      args.iters = std::stoi(value);
+    } else {
+      throw std::invalid_argument("unknown flag " + flag);
+    }
+  }
+  return args;
+}
+
+using ReduceFn = void (*)(void*, const void*, const void*, std::size_t);
+
+void AllReduce(const std::shared_ptr<gloo::Context>& context, const float* in, float* out,
+               std::size_t count) {
+  gloo::AllreduceOptions opts(context);
+  opts.setInput(const_cast<float*>(in), count);
+  opts.setOutput(out, count);
+  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
+  gloo::allreduce(opts);
+}
+
+double SlowestRank(const std::shared_ptr<gloo::Context>& context, double seconds) {
+  double value = seconds;
+  gloo::AllreduceOptions opts(context);
+  opts.setOutput(&value, 1);
+  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
+  gloo::allreduce(opts);
+  return value;
+}
+
+void RunRank(const Args& args, int rank, const std::string& store_dir) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  auto context = std::make_shared<gloo::rendezvous::Context>(rank, args.ranks);
+  gloo::rendezvous::FileStore store(store_dir);
+  context->connectFullMesh(store, device);
+  for (std::size_t bytes = args.min_bytes; bytes <= args.max_bytes; bytes *= args.factor) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<float> in(count, static_cast<float>(rank + 1));
+    std::vector<float> out(count, 0.0f);
+    for (int i = 0; i < args.warmup; ++i) {
+      AllReduce(context, in.data(), out.data(), count);
+    }
+    gloo::BarrierOptions barrier(context);
+    gloo::barrier(barrier);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < args.iters; ++i) {
+      AllReduce(context, in.data(), out.data(), count);
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    const double seconds = SlowestRank(context, elapsed.count() / args.iters);
+    const double expected = args.ranks * (args.ranks + 1) / 2.0;
+    if (out[0] != static_cast<float>(expected) || out[count - 1] != static_cast<float>(expected)) {
+      throw std::runtime_error("wrong all_reduce result");
+    }
+    if (rank == 0) {
+      const double n = args.ranks;
+      const double busbw = static_cast<double>(bytes) / seconds / 1e9 * 2.0 * (n - 1) / n;
+      std::printf("%zu %.3f\n", bytes, busbw);
+      std::fflush(stdout);
+    }
+  }
+}
+
+int Main(int argc, char** argv) {
+  const Args args = ParseArgs(argc, argv);
+  char dir_template[] = "/tmp/gloo-direct-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  const std::string store_dir = dir_template;
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < args.ranks; ++rank) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 0;
+      try {
+        RunRank(args, rank, store_dir);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
+        code = 1;
+      }
+      std::fflush(stdout);
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  int failures = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failures += (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(store_dir, ignored);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ringleader::bench
+
+int main(int argc, char** argv) {
+  try {
+    return ringleader::bench::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gloo_allreduce_direct: %s\n", e.what());
+    return 1;
+  }
+}
