@@ -12,11 +12,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "sidecar/rendezvous/auth.h"
 #include "sidecar/rendezvous/protocol.h"
@@ -50,13 +53,25 @@ rz::StoreServer& Server() {
 }
 
 int Connect(std::uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    std::abort();  // the server stopped accepting
+  int fd = -1;
+  // A busy machine can run short of ephemeral ports for a moment (EADDRNOTAVAIL); only a server
+  // that refuses for seconds on end is a finding.
+  for (int attempt = 0; fd < 0; ++attempt) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      const int error = errno;
+      ::close(fd);
+      fd = -1;
+      if (attempt == 100) {
+        std::fprintf(stderr, "connect to the server failed: %s\n", std::strerror(error));
+        std::abort();  // the server stopped accepting
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
   timeval timeout{5, 0};  // a server that neither answers nor closes within 5 s has stalled
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
