@@ -1,0 +1,295 @@
+// ringleader-example-trainer: data-parallel linear regression on CPU with Gloo all-reduce, driven
+// only by the torch.distributed env:// contract that ringleader injects into every trainer.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "examples/trainer/linear_regression.h"
+#include "examples/trainer/trainer_config.h"
+#include "sidecar/app/gloo_store_adapter.h"
+#include "sidecar/collectives/gloo_communicator.h"
+#include "sidecar/rendezvous/join.h"
+#include "sidecar/rendezvous/store_client.h"
+#include "sidecar/rendezvous/store_server.h"
+
+namespace ringleader::examples {
+namespace {
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+// The project's rendezvous store insists on a token, and the env:// contract carries none. This
+// example's store is not a security boundary; real trainers use their framework's own store
+// (e.g. torch's TCPStore), which is just as open.
+constexpr std::string_view kStoreToken = "ringleader-example-trainer-not-a-secret";
+
+// Every key this trainer writes lives under this prefix.
+constexpr std::string_view kKeyPrefix = "example-trainer/";
+
+// A failure after the configuration was accepted; the message says what happened.
+class TrainingFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+std::string FailedKey(int rank) { return std::string(kKeyPrefix) + "failed/" + std::to_string(rank); }
+
+// The local address this host would use to reach MASTER_ADDR: a UDP connect() sends nothing but
+// picks the route, and getsockname() reads the source address. That is the address peers can
+// reach us on, on loopback and inside a Pod's network namespace alike, without RINGLEADER_*.
+std::string LocalAddressToward(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    throw TrainingFailure("cannot resolve MASTER_ADDR " + host + ": " + ::gai_strerror(rc));
+  }
+  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
+  std::string last_error = "no address";
+  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      last_error = std::strerror(errno);
+      continue;
+    }
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    const bool ok = ::connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+                    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
+    last_error = ok ? "" : std::strerror(errno);
+    ::close(fd);
+    if (!ok) {
+      continue;
+    }
+    char text[INET6_ADDRSTRLEN] = {};
+    const void* address = local.ss_family == AF_INET6
+                              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr)
+                              : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr);
+    if (::inet_ntop(local.ss_family, address, text, sizeof(text)) != nullptr) {
+      return text;
+    }
+  }
+  throw TrainingFailure("no local route to MASTER_ADDR " + host + ": " + last_error);
+}
+
+std::string RankName(const TrainerConfig& config) {
+  return "rank " + std::to_string(config.rank) + " of " + std::to_string(config.world_size);
+}
+
+class Trainer {
+ public:
+  explicit Trainer(TrainerConfig config) : config_(std::move(config)) {}
+
+  int Run() {
+    Bootstrap();
+    const std::vector<Sample> shard =
+        LoadShard(config_.seed, ShardOf(config_.samples, config_.rank, config_.world_size));
+    Parameters parameters{};
+    // One all-reduce per step carries the gradient and the loss together.
+    auto buffers = comm_->Allocate(kParameters + 1, kParameters + 1);
+    std::vector<float> reduced(kParameters + 1);
+    for (int step = 1; step <= config_.steps; ++step) {
+      const GradientShare share = ComputeGradientShare(shard, config_.samples, parameters);
+      std::vector<float> send(kParameters + 1);
+      std::transform(share.gradient.begin(), share.gradient.end(), send.begin(),
+                     [](double value) { return static_cast<float>(value); });
+      send[kParameters] = static_cast<float>(share.loss);
+      buffers->WriteSend(send);
+      Communicate("the gradient all-reduce of step " + std::to_string(step), [&] {
+        comm_->Run(collectives::Collective::kAllReduce, *buffers, kParameters + 1);
+      });
+      buffers->ReadRecv(reduced);
+      for (std::size_t i = 0; i < kParameters; ++i) {
+        parameters[i] -= config_.learning_rate * static_cast<double>(reduced[i]);
+      }
+      if (config_.rank == 0) {
+        std::printf("step %d/%d loss %.9g\n", step, config_.steps,
+                    static_cast<double>(reduced[kParameters]));
+        std::fflush(stdout);
+      }
+      if (config_.step_delay.count() > 0) {
+        std::this_thread::sleep_for(config_.step_delay);
+      }
+    }
+    VerifyRanksAgree(parameters);
+    std::printf("final steps %d checksum %.17g weights", config_.steps, Checksum(parameters));
+    for (std::size_t i = 0; i < kParameters; ++i) {
+      std::printf("%s%.17g", i == 0 ? " " : ",", parameters[i]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+    return 0;
+  }
+
+ private:
+  // Rank 0 serves the store on MASTER_PORT; every rank (rank 0 too) connects, joins, and builds
+  // the Gloo mesh through the store. The store stays up until rank 0 exits, which is after the
+  // last collective, so no rank still needs it by then.
+  void Bootstrap() {
+    const auto deadline = std::chrono::steady_clock::now() + config_.timeout;
+    if (config_.rank == 0) {
+      rendezvous::ServerOptions options;
+      options.port = config_.master_port;
+      options.token = std::string(kStoreToken);
+      options.world_size = static_cast<std::uint32_t>(config_.world_size);
+      try {
+        server_ = std::make_unique<rendezvous::StoreServer>(options);
+      } catch (const std::exception& error) {
+        throw TrainingFailure(std::string("serving the store on MASTER_PORT: ") + error.what());
+      }
+    }
+    rendezvous::ClientOptions options;
+    options.host = config_.master_addr;
+    options.port = config_.master_port;
+    options.token = std::string(kStoreToken);
+    options.rank = static_cast<std::uint32_t>(config_.rank);
+    options.world_size = static_cast<std::uint32_t>(config_.world_size);
+    options.deadline = deadline;
+    options.io_timeout = config_.timeout;
+    auto client = rendezvous::StoreClient::Connect(options);
+    if (!client) {
+      throw TrainingFailure("connecting to rank 0's store: " + client.error());
+    }
+    client_ = std::move(client).value();
+
+    const std::string own_address = LocalAddressToward(config_.master_addr, config_.master_port);
+    rendezvous::JoinRequest join;
+    join.record = own_address;
+    join.timeout = config_.timeout;
+    join.key_prefix = std::string(kKeyPrefix) + "ranks/";
+    join.barrier_name = std::string(kKeyPrefix) + "join";
+    if (auto joined = rendezvous::Join(*client_, join); !joined) {
+      throw TrainingFailure("joining: " + joined.error());
+    }
+
+    store_ = std::make_unique<sidecar::GlooStoreAdapter>(*client_, config_.timeout);
+    collectives::GlooOptions gloo;
+    gloo.rank = config_.rank;
+    gloo.size = config_.world_size;
+    gloo.prefix = std::string(kKeyPrefix) + "gloo/";
+    gloo.hostname = own_address;
+    gloo.timeout = config_.timeout;
+    Communicate("connecting the Gloo mesh", [&] {
+      comm_ = std::make_unique<collectives::GlooCommunicator>(*store_, gloo);
+    });
+    std::fprintf(stderr, "ringleader-example-trainer: %s: connected on %s to MASTER_ADDR %s:%u\n",
+                 RankName(config_).c_str(), own_address.c_str(), config_.master_addr.c_str(),
+                 static_cast<unsigned>(config_.master_port));
+  }
+
+  // Runs one communicator call; a failure becomes a TrainingFailure saying who is gone.
+  template <typename Op>
+  void Communicate(const std::string& what, Op&& op) {
+    try {
+      std::forward<Op>(op)();
+    } catch (const collectives::CommunicatorError& error) {
+      throw TrainingFailure(what + " failed: " + DiagnosePeers() + "; " + error.what());
+    }
+  }
+
+  // Which ranks vanished: those neither connected to the store nor marked as failed survivors
+  // (a survivor may already have exited by the time we look). No store means rank 0 is gone.
+  std::string DiagnosePeers() {
+    const std::string world = std::to_string(config_.world_size);
+    const auto marked = client_->Set(FailedKey(config_.rank), "1");
+    if (!marked) {
+      return "rank 0 of " + world + " (which serves the store) is gone: " + marked.error();
+    }
+    // Give the store a moment to see a dead peer's socket close.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto connected = client_->Get(rendezvous::kConnectedRanksKey);
+    std::vector<std::string> failed_keys;
+    for (int rank = 0; rank < config_.world_size; ++rank) {
+      failed_keys.push_back(FailedKey(rank));
+    }
+    const auto failed = client_->MultiGet(failed_keys);
+    if (!connected || !failed) {
+      return "rank 0 of " + world + " (which serves the store) is gone: " +
+             (connected ? failed.error() : connected.error());
+    }
+    const std::vector<std::uint32_t> alive =
+        rendezvous::ParseMissingRanks(connected.value().value_or(""));
+    std::string gone;
+    for (int rank = 0; rank < config_.world_size; ++rank) {
+      const bool is_connected =
+          std::find(alive.begin(), alive.end(), static_cast<std::uint32_t>(rank)) != alive.end();
+      if (!is_connected && !failed.value()[static_cast<std::size_t>(rank)]) {
+        gone += (gone.empty() ? "" : ", ") + std::to_string(rank);
+      }
+    }
+    if (gone.empty()) {
+      return "every rank is still connected to the store (a peer is stuck or its network failed)";
+    }
+    return (gone.find(',') == std::string::npos ? "rank " : "ranks ") + gone + " of " + world +
+           " vanished (disconnected from the store)";
+  }
+
+  // All ranks must hold bit-identical weights: every rank applies the same reduced gradient.
+  void VerifyRanksAgree(const Parameters& parameters) {
+    const double mine = Checksum(parameters);
+    std::vector<double> all;
+    Communicate("the checksum all-gather", [&] { all = comm_->AllGatherDouble(mine); });
+    for (std::size_t rank = 0; rank < all.size(); ++rank) {
+      if (all[rank] != mine) {
+        char text[160];
+        std::snprintf(text, sizeof(text),
+                      "ranks disagree on the weights: rank %zu has checksum %.17g, this rank %.17g",
+                      rank, all[rank], mine);
+        throw TrainingFailure(text);
+      }
+    }
+  }
+
+  TrainerConfig config_;
+  // Declared in teardown order reversed: the communicator goes first, the server last.
+  std::unique_ptr<rendezvous::StoreServer> server_;
+  std::unique_ptr<rendezvous::StoreClient> client_;
+  std::unique_ptr<sidecar::GlooStoreAdapter> store_;
+  std::unique_ptr<collectives::GlooCommunicator> comm_;
+};
+
+std::optional<std::string> ProcessEnv(std::string_view name) {
+  const char* value = std::getenv(std::string(name).c_str());
+  return value == nullptr ? std::nullopt : std::optional<std::string>(value);
+}
+
+}  // namespace
+}  // namespace ringleader::examples
+
+int main(int argc, char** argv) {
+  using namespace ringleader::examples;
+  TrainerConfig config;
+  try {
+    config = ParseTrainerConfig(std::vector<std::string>(argv + 1, argv + argc), &ProcessEnv);
+  } catch (const ConfigError& error) {
+    std::fprintf(stderr, "ringleader-example-trainer: %s\n", error.what());
+    return kExitUsage;
+  }
+  const std::string who = RankName(config);
+  try {
+    Trainer trainer(config);
+    return trainer.Run();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "ringleader-example-trainer: %s: %s\n", who.c_str(), error.what());
+    return kExitFailure;
+  }
+}

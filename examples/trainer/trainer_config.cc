@@ -1,0 +1,95 @@
+#include "examples/trainer/trainer_config.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <system_error>
+
+#include "sidecar/contract/contract.h"
+
+namespace ringleader::examples {
+namespace {
+
+namespace env = contract::env;
+
+std::string Quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+// A whole decimal integer in [min, max]; `what` names the variable or flag in the error.
+template <typename T>
+T ParseInteger(std::string_view what, std::string_view text, T min, T max) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < min ||
+      value > max) {
+    throw ConfigError(std::string(what) + ": " + Quoted(text) + " is not an integer in [" +
+                      std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return value;
+}
+
+double ParsePositiveDouble(std::string_view what, std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+      !std::isfinite(value) || value <= 0) {
+    throw ConfigError(std::string(what) + ": " + Quoted(text) + " is not a positive number");
+  }
+  return value;
+}
+
+std::string Require(const EnvLookup& lookup, std::string_view name) {
+  auto value = lookup(name);
+  if (!value || value->empty()) {
+    throw ConfigError(std::string(name) + " is not set (the trainer needs MASTER_ADDR, " +
+                      "MASTER_PORT, RANK and WORLD_SIZE, as torch.distributed's env:// does)");
+  }
+  return *value;
+}
+
+}  // namespace
+
+TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const EnvLookup& lookup) {
+  TrainerConfig config;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (i + 1 >= args.size()) {
+      throw ConfigError("unknown flag or missing value: " + flag + "\n" + std::string(kTrainerUsage));
+    }
+    const std::string& value = args[++i];
+    if (flag == "--steps") {
+      config.steps = ParseInteger<int>(flag, value, 1, 100'000'000);
+    } else if (flag == "--lr") {
+      config.learning_rate = ParsePositiveDouble(flag, value);
+    } else if (flag == "--seed") {
+      config.seed = ParseInteger<std::uint64_t>(flag, value, 0,
+                                                std::numeric_limits<std::uint64_t>::max());
+    } else if (flag == "--samples") {
+      config.samples = ParseInteger<std::uint64_t>(flag, value, 1, 10'000'000);
+    } else if (flag == "--timeout-seconds") {
+      config.timeout = std::chrono::seconds(ParseInteger<int>(flag, value, 1, 86'400));
+    } else if (flag == "--step-delay-ms") {
+      config.step_delay = std::chrono::milliseconds(ParseInteger<int>(flag, value, 0, 3'600'000));
+    } else {
+      throw ConfigError("unknown flag: " + flag + "\n" + std::string(kTrainerUsage));
+    }
+  }
+
+  config.master_addr = Require(lookup, env::kMasterAddr);
+  config.master_port = ParseInteger<std::uint16_t>(env::kMasterPort, Require(lookup, env::kMasterPort),
+                                                   1, std::numeric_limits<std::uint16_t>::max());
+  config.world_size = ParseInteger<int>(env::kWorldSize, Require(lookup, env::kWorldSize), 1, 65'536);
+  config.rank = ParseInteger<int>(env::kRank, Require(lookup, env::kRank), 0, 65'535);
+  if (config.rank >= config.world_size) {
+    throw ConfigError(std::string(env::kRank) + ": " + std::to_string(config.rank) +
+                      " is not below " + std::string(env::kWorldSize) + " " +
+                      std::to_string(config.world_size));
+  }
+  if (config.samples < static_cast<std::uint64_t>(config.world_size)) {
+    throw ConfigError("--samples: " + std::to_string(config.samples) + " is fewer than " +
+                      std::string(env::kWorldSize) + " " + std::to_string(config.world_size) +
+                      " (every rank needs a sample)");
+  }
+  return config;
+}
+
+}  // namespace ringleader::examples

@@ -1,0 +1,254 @@
+// The example trainer end to end: worlds of real trainer processes on 127.0.0.1 given only
+// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, checked against a single-process reference.
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "examples/trainer/linear_regression.h"
+#include "tests/support/child_process.h"
+#include "tests/support/test_environment.h"
+
+namespace ringleader::examples {
+namespace {
+
+using ::testing::HasSubstr;
+using ringleader::testing::ChildExit;
+using ringleader::testing::ChildOptions;
+using ringleader::testing::ChildProcess;
+using ringleader::testing::ReadLog;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint64_t kSeed = 7;
+constexpr std::uint64_t kSamples = 1000;  // not a multiple of 3 or 4: shards are uneven
+constexpr int kSteps = 20;
+constexpr double kLearningRate = 0.5;
+
+// A world of trainer processes, each logging to its own file; all are killed when it goes.
+class TrainerWorld {
+ public:
+  TrainerWorld(int world_size, const std::vector<std::string>& args,
+               const std::optional<std::string>& drop_variable = std::nullopt)
+      : dir_(ringleader::testing::MakeTempDir("trainer-test")),
+        port_(ringleader::testing::FreePort()) {
+    for (int rank = 0; rank < world_size; ++rank) {
+      std::map<std::string, std::string> env = {
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", std::to_string(port_)},
+          {"RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(world_size)},
+      };
+      // Sanitizer settings (suppressions, halt_on_error) reach the trainers of a sanitizer build.
+      for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+        if (const char* value = std::getenv(name)) {
+          env[name] = value;
+        }
+      }
+      if (drop_variable) {
+        env.erase(*drop_variable);
+      }
+      ChildOptions child;
+      child.binary = RINGLEADER_EXAMPLE_TRAINER_PATH;
+      child.args = args;
+      child.env = env;
+      child.log = dir_ / ("rank-" + std::to_string(rank) + ".log");
+      logs_.push_back(child.log);
+      ranks_.push_back(std::make_unique<ChildProcess>(child));
+    }
+  }
+  ~TrainerWorld() {
+    ranks_.clear();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  ChildProcess& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }
+  std::string Log(int r) const { return ReadLog(logs_.at(static_cast<std::size_t>(r))); }
+  int size() const { return static_cast<int>(ranks_.size()); }
+
+  // Waits for `r` to end, by `deadline`.
+  std::optional<ChildExit> WaitUntil(int r, Clock::time_point deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    return rank(r).WaitFor(std::max(left, std::chrono::milliseconds(1)));
+  }
+
+  // Polls rank r's log until it contains `text`, by `deadline`.
+  bool WaitForLog(int r, const std::string& text, Clock::time_point deadline) {
+    while (Clock::now() < deadline) {
+      if (Log(r).find(text) != std::string::npos) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
+ private:
+  std::filesystem::path dir_;
+  int port_;
+  std::vector<std::filesystem::path> logs_;
+  std::vector<std::unique_ptr<ChildProcess>> ranks_;
+};
+
+std::vector<std::string> TrainingArgs() {
+  return {"--steps", std::to_string(kSteps), "--lr", "0.5", "--seed", std::to_string(kSeed),
+          "--samples", std::to_string(kSamples), "--timeout-seconds", "15"};
+}
+
+// Full-batch gradient descent in one process, in double, written independently of the trainer.
+struct Reference {
+  Parameters parameters{};
+  std::vector<double> losses;  // before each step's update, as rank 0 prints them
+};
+Reference TrainReference() {
+  std::vector<Sample> data;
+  for (std::uint64_t i = 0; i < kSamples; ++i) {
+    data.push_back(SampleAt(kSeed, i));
+  }
+  Reference reference;
+  for (int step = 0; step < kSteps; ++step) {
+    Parameters gradient{};
+    double loss = 0;
+    for (const Sample& sample : data) {
+      double prediction = reference.parameters[kFeatures];
+      for (std::size_t j = 0; j < kFeatures; ++j) {
+        prediction += reference.parameters[j] * sample.x[j];
+      }
+      const double error = prediction - sample.y;
+      loss += error * error;
+      for (std::size_t j = 0; j < kFeatures; ++j) {
+        gradient[j] += error * sample.x[j];
+      }
+      gradient[kFeatures] += error;
+    }
+    reference.losses.push_back(loss / (2.0 * static_cast<double>(kSamples)));
+    for (std::size_t i = 0; i < kParameters; ++i) {
+      reference.parameters[i] -= kLearningRate * gradient[i] / static_cast<double>(kSamples);
+    }
+  }
+  return reference;
+}
+
+// "final steps 20 checksum C weights a,b,..." from a log.
+struct FinalLine {
+  std::string checksum;
+  std::vector<double> weights;
+};
+std::optional<FinalLine> ParseFinal(const std::string& log) {
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string final_word, steps_word, steps, checksum_word, weights_word, weights;
+    if (!(words >> final_word >> steps_word >> steps >> checksum_word) || final_word != "final") {
+      continue;
+    }
+    FinalLine parsed;
+    words >> parsed.checksum >> weights_word >> weights;
+    std::istringstream values(weights);
+    for (std::string value; std::getline(values, value, ',');) {
+      parsed.weights.push_back(std::stod(value));
+    }
+    return parsed;
+  }
+  return std::nullopt;
+}
+
+std::vector<double> ParseLosses(const std::string& log) {
+  std::vector<double> losses;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::string step_word, step, loss_word;
+    double loss = 0;
+    if (words >> step_word >> step >> loss_word >> loss && step_word == "step" && loss_word == "loss") {
+      losses.push_back(loss);
+    }
+  }
+  return losses;
+}
+
+class TrainerWorldTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainerWorldTest, RanksAgreeAndMatchASingleProcessReference) {
+  TrainerWorld world(GetParam(), TrainingArgs());
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  std::vector<FinalLine> finals;
+  for (int r = 0; r < world.size(); ++r) {
+    const auto exit = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(exit) << "rank " << r << " still runs:\n" << world.Log(r);
+    ASSERT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << r << ":\n" << world.Log(r);
+    const auto parsed = ParseFinal(world.Log(r));
+    ASSERT_TRUE(parsed) << "rank " << r << " printed no final line:\n" << world.Log(r);
+    finals.push_back(*parsed);
+  }
+  for (int r = 1; r < world.size(); ++r) {
+    EXPECT_EQ(finals[static_cast<std::size_t>(r)].checksum, finals[0].checksum) << "rank " << r;
+  }
+
+  const Reference reference = TrainReference();
+  ASSERT_EQ(finals[0].weights.size(), kParameters);
+  for (std::size_t i = 0; i < kParameters; ++i) {
+    EXPECT_NEAR(finals[0].weights[i], reference.parameters[i], 1e-4) << "parameter " << i;
+  }
+
+  const std::vector<double> losses = ParseLosses(world.Log(0));
+  ASSERT_EQ(losses.size(), static_cast<std::size_t>(kSteps)) << world.Log(0);
+  for (std::size_t step = 0; step < losses.size(); ++step) {
+    EXPECT_NEAR(losses[step], reference.losses[step], 1e-4 * reference.losses[step] + 1e-7)
+        << "step " << step + 1;
+    if (step > 0) {
+      EXPECT_LT(losses[step], losses[step - 1]) << "step " << step + 1;
+    }
+  }
+  EXPECT_LT(losses.back(), 0.1 * losses.front());
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, TrainerWorldTest, ::testing::Values(1, 2, 4),
+                         [](const auto& param_info) { return "World" + std::to_string(param_info.param); });
+
+TEST(TrainerTest, NamesAMissingRankVariable) {
+  TrainerWorld world(1, TrainingArgs(), "RANK");
+  const auto exit = world.WaitUntil(0, Clock::now() + std::chrono::seconds(10));
+  ASSERT_TRUE(exit);
+  EXPECT_TRUE(exit->exited());
+  EXPECT_EQ(exit->exit_code, 2);
+  EXPECT_THAT(world.Log(0), HasSubstr("RANK is not set"));
+}
+
+// Killing one rank mid-run makes every other rank exit non-zero, promptly, naming the lost rank.
+class TrainerKillTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainerKillTest, SurvivorsExitNonZeroNamingTheVanishedRank) {
+  const int victim = GetParam();
+  constexpr int kWorld = 3;
+  TrainerWorld world(kWorld, {"--steps", "100000", "--step-delay-ms", "20", "--timeout-seconds", "10"});
+  ASSERT_TRUE(world.WaitForLog(0, "step 5/", Clock::now() + std::chrono::seconds(15)))
+      << world.Log(0);
+  world.rank(victim).Signal(SIGKILL);
+  const auto killed_at = Clock::now();
+  for (int r = 0; r < kWorld; ++r) {
+    if (r == victim) {
+      continue;
+    }
+    const auto exit = world.WaitUntil(r, killed_at + std::chrono::seconds(8));
+    ASSERT_TRUE(exit) << "rank " << r << " still runs 8 s after rank " << victim << " was killed:\n"
+                      << world.Log(r);
+    EXPECT_TRUE(exit->exited() && exit->exit_code != 0) << world.Log(r);
+    EXPECT_THAT(world.Log(r), HasSubstr("rank " + std::to_string(victim) + " of 3"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Victims, TrainerKillTest, ::testing::Values(0, 1),
+                         [](const auto& param_info) { return "Rank" + std::to_string(param_info.param); });
+
+}  // namespace
+}  // namespace ringleader::examples
