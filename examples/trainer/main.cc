@@ -26,6 +26,7 @@
 #include "sidecar/app/gloo_store_adapter.h"
 #include "sidecar/collectives/gloo_communicator.h"
 #include "sidecar/rendezvous/join.h"
+#include "sidecar/rendezvous/peer_diagnosis.h"
 #include "sidecar/rendezvous/store_client.h"
 #include "sidecar/rendezvous/store_server.h"
 
@@ -49,7 +50,6 @@ class TrainingFailure : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::string FailedKey(int rank) { return std::string(kKeyPrefix) + "failed/" + std::to_string(rank); }
 
 // The local address this host would use to reach MASTER_ADDR: a UDP connect() sends nothing but
 // picks the route, and getsockname() reads the source address. That is the address peers can
@@ -206,41 +206,10 @@ class Trainer {
     }
   }
 
-  // Which ranks vanished: those neither connected to the store nor marked as failed survivors
-  // (a survivor may already have exited by the time we look). No store means rank 0 is gone.
+  // Which ranks died (peer_diagnosis.h); no store means rank 0 is gone.
   std::string DiagnosePeers() {
-    const std::string world = std::to_string(config_.world_size);
-    const auto marked = client_->Set(FailedKey(config_.rank), "1");
-    if (!marked) {
-      return "rank 0 of " + world + " (which serves the store) is gone: " + marked.error();
-    }
-    // Give the store a moment to see a dead peer's socket close.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const auto connected = client_->Get(rendezvous::kConnectedRanksKey);
-    std::vector<std::string> failed_keys;
-    for (int rank = 0; rank < config_.world_size; ++rank) {
-      failed_keys.push_back(FailedKey(rank));
-    }
-    const auto failed = client_->MultiGet(failed_keys);
-    if (!connected || !failed) {
-      return "rank 0 of " + world + " (which serves the store) is gone: " +
-             (connected ? failed.error() : connected.error());
-    }
-    const std::vector<std::uint32_t> alive =
-        rendezvous::ParseMissingRanks(connected.value().value_or(""));
-    std::string gone;
-    for (int rank = 0; rank < config_.world_size; ++rank) {
-      const bool is_connected =
-          std::find(alive.begin(), alive.end(), static_cast<std::uint32_t>(rank)) != alive.end();
-      if (!is_connected && !failed.value()[static_cast<std::size_t>(rank)]) {
-        gone += (gone.empty() ? "" : ", ") + std::to_string(rank);
-      }
-    }
-    if (gone.empty()) {
-      return "every rank is still connected to the store (a peer is stuck or its network failed)";
-    }
-    return (gone.find(',') == std::string::npos ? "rank " : "ranks ") + gone + " of " + world +
-           " vanished (disconnected from the store)";
+    return rendezvous::DescribePeerDiagnosis(rendezvous::DiagnosePeers(*client_, kKeyPrefix),
+                                             static_cast<std::uint32_t>(config_.world_size));
   }
 
   // All ranks must hold bit-identical weights: every rank applies the same reduced gradient.

@@ -23,6 +23,7 @@
 #include "sidecar/collectives/probe.h"
 #include "sidecar/contract/summary.h"
 #include "sidecar/rendezvous/join.h"
+#include "sidecar/rendezvous/peer_diagnosis.h"
 #include "sidecar/rendezvous/store_client.h"
 #include "sidecar/rendezvous/store_server.h"
 #include "sidecar/service/contract_file.h"
@@ -52,10 +53,6 @@ std::string NowRfc3339() {
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
-}
-
-std::vector<std::uint32_t> ParseRankList(const std::string& text) {
-  return rendezvous::ParseMissingRanks(text);
 }
 
 class SidecarRun {
@@ -462,51 +459,13 @@ class SidecarRun {
     return kExitOk;
   }
 
-  // Turns a collective's failure into a message naming the rank: a peer whose process died has
-  // lost its rendezvous connection, which the store server reports; a store that is gone means
-  // rank 0 died. Survivors first leave a mark, so one that already exited is not taken for dead.
+  // Turns a collective's failure into a message naming the rank that died (peer_diagnosis.h).
   std::string DiagnosePeerFailure(const std::string& what, const std::string& error) {
-    const std::string world = std::to_string(config_.world_size());
-    const auto store_gone = [&](const std::string& why) {
-      return what + " failed: rank 0 of " + world + " is gone (" + why + "); " + error;
-    };
-    const auto marked = client_->Set(SurvivorKey(static_cast<std::uint32_t>(config_.rank)), error);
-    if (!marked) {
-      return store_gone(marked.error());
-    }
-    // Give the server a moment to see a dead peer's socket close.
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const auto connected = client_->Get(rendezvous::kConnectedRanksKey);
-    if (!connected) {
-      return store_gone(connected.error());
-    }
-    const std::vector<std::uint32_t> alive =
-        connected.value() ? ParseRankList(*connected.value()) : std::vector<std::uint32_t>{};
-    std::vector<std::string> survivor_keys;
-    for (std::uint32_t rank = 0; rank < static_cast<std::uint32_t>(config_.world_size()); ++rank) {
-      survivor_keys.push_back(SurvivorKey(rank));
-    }
-    const auto survivors = client_->MultiGet(survivor_keys);
-    std::vector<std::uint32_t> gone;
-    for (std::uint32_t rank = 0; rank < static_cast<std::uint32_t>(config_.world_size()); ++rank) {
-      const bool connected_now = std::find(alive.begin(), alive.end(), rank) != alive.end();
-      const bool survived = survivors && survivors.value()[rank].has_value();
-      if (!connected_now && !survived) {
-        gone.push_back(rank);
-      }
-    }
-    if (gone.empty()) {
-      return what + " failed with every rank still alive: " + error;
-    }
-    std::string names;
-    for (const auto rank : gone) {
-      names += (names.empty() ? "" : ", ") + std::to_string(rank);
-    }
-    return what + " failed: " + (gone.size() == 1 ? "rank " : "ranks ") + names + " of " + world +
-           (gone.size() == 1 ? " is" : " are") + " gone (lost the rendezvous connection); " + error;
+    const auto diagnosis = rendezvous::DiagnosePeers(*client_, "");
+    return what + " failed: " +
+           rendezvous::DescribePeerDiagnosis(diagnosis, static_cast<std::uint32_t>(config_.world_size())) +
+           "; " + error;
   }
-
-  static std::string SurvivorKey(std::uint32_t rank) { return "failed/" + std::to_string(rank); }
 
   const SidecarConfig& config_;
   const std::atomic<bool>& stop_;
