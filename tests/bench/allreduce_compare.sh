@@ -4,7 +4,7 @@
 # iperf3's loopback throughput as the ceiling. Repetitions interleave the three; medians printed.
 #   tests/bench/allreduce_compare.sh [build_dir] [repetitions] [warmup] [iters]
 set -euo pipefail
-build=$(realpath "${1:-build/lead}")
+build=$(realpath "${1:-build/release}")
 reps=${2:-3}
 warmup=${3:-1}
 iters=${4:-4}

@@ -3,7 +3,7 @@
 # same pattern through Gloo's RedisStore (redis_rendezvous_bench) on a redis-server started here.
 #   tests/bench/rendezvous_compare.sh [build_dir] [ranks] [repetitions]
 set -euo pipefail
-build=${1:-build/lead}
+build=${1:-build/release}
 ranks=${2:-1024,4096,16384}
 reps=${3:-3}
 ulimit -n "$(ulimit -Hn)"
@@ -14,7 +14,7 @@ redis-server --port "$port" --bind $(echo 127.0.0.{1..16}) --save "" --appendonl
 trap 'kill "$(cat "$work/redis.pid")" 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); redis-server $(redis-server --version | grep -o 'v=[^ ]*')"
-"$build/tests/sidecar/rendezvous/rendezvous_bench" --ranks "$ranks" --repetitions "$reps" | tee "$work/ours"
+"$build/tests/bench/rendezvous_bench" --ranks "$ranks" --repetitions "$reps" | tee "$work/ours"
 "$build/tests/bench/redis_rendezvous_bench" --port "$port" --ranks "$ranks" --repetitions "$reps" | tee "$work/redis"
 echo
 echo "| ranks | ringleader StoreServer (median s) | Gloo RedisStore (median s) | ringleader / Redis |"
