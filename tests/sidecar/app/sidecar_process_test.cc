@@ -65,6 +65,37 @@ TEST(SidecarProcessTest, EveryRankNamesTheRankThatNeverJoined) {
   }
 }
 
+TEST(SidecarProcessTest, ARankKilledDuringRendezvousIsNamedByEverySurvivor) {
+  SidecarWorld world({.world_size = 4, .mode = "preflight", .rendezvous_timeout_seconds = 3});
+  world.StartAll();
+  // Whether rank 3 dies before or after entering the barrier, survivors must name it: as a rank
+  // that never joined, or as one that is gone when the communicator connects.
+  world.process(3).Signal(SIGKILL);
+  const auto exits = world.WaitAll(seconds(3 + 5));
+  for (int rank : {0, 1, 2}) {
+    ASSERT_TRUE(exits.at(rank).has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_EQ(exits.at(rank)->exit_code, 1) << world.AllLogs();
+    EXPECT_THAT(world.Log(rank), HasSubstr("rank 3 of 4")) << world.AllLogs();
+  }
+}
+
+TEST(SidecarProcessTest, PairwiseModeNamesTheSlowestEdge) {
+  SidecarWorld world({.world_size = 4, .mode = "pairwise"});
+  world.StartAll();
+  const auto exits = world.WaitAll(seconds(60));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << world.AllLogs();
+    EXPECT_EQ(exit->exit_code, 0) << world.AllLogs();
+  }
+  const std::string report = world.Log(0);
+  EXPECT_THAT(report, HasSubstr("# pairwise ring-neighbour"));
+  EXPECT_THAT(report, HasSubstr("# pairwise halves"));
+  for (const char* edge : {"0->1", "1->2", "2->3", "3->0", "0->2", "2->0"}) {
+    EXPECT_THAT(report, HasSubstr(edge));
+  }
+  EXPECT_THAT(report, ::testing::ContainsRegex("slowest edge [0-3]->[0-3] \\(rank [0-3]\\)"));
+}
+
 TEST(SidecarProcessTest, ARankWithTheWrongTokenIsRefusedAndTheOthersNameIt) {
   SidecarWorld world({.world_size = 3, .mode = "preflight", .rendezvous_timeout_seconds = 3});
   world.Start(0);
