@@ -87,6 +87,7 @@ class SidecarRun {
     }
   }
 
+ private:
   // Rank 0's failure closes the store. Its peers are usually a moment behind (their barrier
   // deadlines started a little later), so the store stays up until they have left, for at most
   // a few seconds, and every rank reports the same missing ranks instead of a closed connection.
@@ -94,6 +95,8 @@ class SidecarRun {
     if (!server_) {
       return;
     }
+    comm_.reset();
+    store_.reset();
     client_.reset();
     const auto until = Clock::now() + std::chrono::seconds(3);
     while (Clock::now() < until && !server_->ConnectedRanks().empty()) {
@@ -101,7 +104,6 @@ class SidecarRun {
     }
   }
 
- private:
   void Log(const std::string& message) const {
     std::ostringstream line;
     line << "ringleader-sidecar rank " << config_.rank << "/" << config_.world_size() << ": "
