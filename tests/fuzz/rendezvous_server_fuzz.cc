@@ -36,9 +36,15 @@ constexpr std::uint32_t kWorldSize = 4;
 // pile up over a long run.
 constexpr int kInputsPerServer = 2000;
 
-rz::StoreServer& Server() {
+std::unique_ptr<rz::StoreServer>& CurrentServer() {
   static std::unique_ptr<rz::StoreServer> server;
+  return server;
+}
+
+// The server for the next input (a fresh one every kInputsPerServer inputs).
+rz::StoreServer& ServerForNextInput() {
   static int inputs = 0;
+  std::unique_ptr<rz::StoreServer>& server = CurrentServer();
   if (!server || ++inputs % kInputsPerServer == 0) {
     server.reset();
     rz::ServerOptions options;
@@ -109,7 +115,15 @@ std::optional<rz::Frame> ReadReplies(int fd, rz::FrameDecoder& decoder,
       return std::nullopt;
     }
     if (got < 0) {
-      std::abort();  // timed out: the server neither answered nor closed
+      // Timed out: the server neither answered nor closed. Its counters help tell a stalled
+      // event loop from a lost connection.
+      const rz::ServerStats stats = CurrentServer()->Stats();
+      std::fprintf(stderr, "server stalled: accepted %llu authenticated %llu open %llu pending %llu\n",
+                   static_cast<unsigned long long>(stats.accepted),
+                   static_cast<unsigned long long>(stats.authenticated),
+                   static_cast<unsigned long long>(stats.open),
+                   static_cast<unsigned long long>(stats.pending));
+      std::abort();
     }
     if (!decoder.Feed(std::string_view(buffer, static_cast<std::size_t>(got)))) {
       std::abort();  // the server's own bytes do not frame
@@ -141,7 +155,7 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     std::abort();
   }
   rz::ComputeProof(kToken, *nonce, 0);
-  const int fd = Connect(Server().port());
+  const int fd = Connect(ServerForNextInput().port());
   rz::FrameDecoder decoder;
   if (!Authenticate(fd, decoder, 0)) {
     std::abort();
@@ -158,7 +172,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool authenticated = (data[0] & 1) != 0;
   const std::uint32_t rank = (data[0] >> 1) % kWorldSize;
   const std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const int fd = Connect(Server().port());
+  const int fd = Connect(ServerForNextInput().port());
   rz::FrameDecoder decoder(2 * 1024 * 1024);
   if (authenticated && !Authenticate(fd, decoder, rank)) {
     std::abort();  // a correct proof must be welcomed
