@@ -5,12 +5,26 @@
 
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tests/devcluster/faults.h"
 
 namespace ringleader::devcluster {
+
+// A simulated node, served as a core/v1 Node whose capacity and allocatable are these.
+struct NodeConfig {
+  std::string name;
+  std::string cpu = "8";        // a quantity: "8", "500m"
+  std::string memory = "32Gi";  // a quantity
+  int gpus = 4;                 // nvidia.com/gpu; 0 leaves the resource out
+  std::map<std::string, std::string> labels = {};  // besides kubernetes.io/hostname (always set)
+};
+
+// "node-a" and "node-b" with the NodeConfig defaults.
+std::vector<NodeConfig> DefaultNodes();
 
 struct Options {
   std::string listen_host = "127.0.0.1";
@@ -19,6 +33,11 @@ struct Options {
   std::size_t max_body_bytes = 3 << 20;      // larger request bodies get 413
   std::size_t watch_history = 10000;         // events kept for watch resume; older RVs get 410
   std::chrono::milliseconds bookmark_interval{10000};  // for watches with allowWatchBookmarks
+  std::vector<NodeConfig> nodes = DefaultNodes();      // served as Nodes from the start
+  // Bind every Pod without spec.nodeName to a node as kube-scheduler would, or mark it
+  // PodScheduled=False with a FailedScheduling Event. Off by default: a bind changes the Pod's
+  // resourceVersion, so clients updating Pods they just created would otherwise get 409s.
+  bool schedule_pods = false;
 };
 
 class Server;

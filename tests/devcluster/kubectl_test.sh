@@ -157,6 +157,10 @@ out=$(k explain trainingjob.spec)
 expect "explain shows the CRD's descriptions" 'What the user asks for' "$out"
 expect "explain lists spec fields" 'replicas[[:space:]]+<integer>' "$out"
 
+out=$(k get nodes)
+expect "get nodes lists the default nodes as Ready" '^node-a +Ready +[0-9]+[smhd] +v1\.32\.0-devcluster' "$out"
+expect "get nodes lists node-b" '^node-b +Ready' "$out"
+
 out=$(k apply -f "$HERE/testdata/pods.yaml")
 expect "apply Pods" 'pod/worker-x created' "$out"
 out=$(k get pods -l app=x)

@@ -15,6 +15,7 @@
 #include "tests/devcluster/auth.h"
 #include "tests/devcluster/discovery.h"
 #include "tests/devcluster/kubeconfig.h"
+#include "tests/devcluster/machinery/object_meta.h"
 
 namespace ringleader::devcluster {
 namespace {
@@ -109,6 +110,18 @@ Server::Server(const Options& options)
   for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
     api_.EnsureNamespace(ns);
   }
+  const std::string now = FormatTime(std::chrono::system_clock::now());
+  store_.Write([&](Store::Txn& txn) {
+    for (const NodeConfig& config : options.nodes) {
+      nlohmann::json node = NodeObject(config, now);
+      node["metadata"]["uid"] = NewUid();
+      node["metadata"]["creationTimestamp"] = now;
+      txn.Put(StoreKey(*catalog_.Find("", "v1", "nodes")), std::move(node));
+    }
+  });
+  if (options.schedule_pods) {
+    scheduler_ = std::make_unique<SchedulingController>(store_);
+  }
 
   http_listener_config config;
   const Certificates certs = certs_;
@@ -161,6 +174,9 @@ void Server::Stop() {
       return;
     }
     stopped_ = true;
+  }
+  if (scheduler_) {
+    scheduler_->Stop();
   }
   watches_.StopAll();
   if (listener_) {

@@ -14,6 +14,7 @@
 #include "tests/devcluster/http_util.h"
 #include "tests/devcluster/request.h"
 #include "tests/devcluster/resource_handler.h"
+#include "tests/devcluster/scheduling_controller.h"
 #include "tests/devcluster/store.h"
 #include "tests/devcluster/tls.h"
 #include "tests/devcluster/watch.h"
@@ -61,6 +62,7 @@ class Server {
   Api api_;
   ResourceHandler resources_;
   Watches watches_;
+  std::unique_ptr<SchedulingController> scheduler_;  // with Options::schedule_pods
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
 
   std::mutex mu_;
