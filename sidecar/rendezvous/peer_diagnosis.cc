@@ -55,7 +55,8 @@ std::string DescribePeerDiagnosis(const PeerDiagnosis& diagnosis, std::uint32_t 
     return "rank 0 of " + world + " is gone (it served the store: " + diagnosis.store_error + ")";
   }
   if (diagnosis.gone.empty()) {
-    return "every rank is still connected to the store (a peer is stuck or its network failed)";
+    // No peer died: the error that follows is this rank's own, or a peer is stuck.
+    return "no rank is gone (all " + world + " still hold their store connection)";
   }
   std::string names;
   for (const auto rank : diagnosis.gone) {

@@ -25,9 +25,9 @@ struct PeerDiagnosis {
 PeerDiagnosis DiagnosePeers(StoreClient& client, std::string_view key_prefix,
                             std::chrono::milliseconds settle = std::chrono::milliseconds(200));
 
-// "rank 2 of 4 is gone (lost its store connection)", "ranks 1, 3 of 4 are gone (...)",
-// "rank 0 of 4 is gone (it served the store: <error>)" or "every rank is still connected
-// to the store (a peer is stuck or its network failed)".
+// "rank 2 of 4 is gone (lost the store connection)", "ranks 1, 3 of 4 are gone (...)",
+// "rank 0 of 4 is gone (it served the store: <error>)" or "no rank is gone (all 4 still hold
+// their store connection)".
 std::string DescribePeerDiagnosis(const PeerDiagnosis& diagnosis, std::uint32_t world_size);
 
 }  // namespace ringleader::rendezvous

@@ -12,10 +12,12 @@ TEST(GpuInventoryTest, FormatsNcclVersionCodes) {
   EXPECT_EQ(FormatNcclVersion(21903), "2.19.3");
 }
 
-TEST(GpuInventoryTest, LinkedNcclMatchesTheHeadersItWasBuiltWith) {
+// The library loaded at run time, which may be another patch release than the headers (a GPU
+// image's NCCL 2.28.3 under a build against 2.28.9 ran here): the same 2.minor series.
+TEST(GpuInventoryTest, ReportsTheLoadedNcclOfTheSeriesItWasBuiltWith) {
   const GpuInventory inventory = InspectGpus();
-  EXPECT_EQ(inventory.nccl_version_code, CompiledNcclVersionCode());
-  EXPECT_EQ(inventory.nccl_version, FormatNcclVersion(CompiledNcclVersionCode()));
+  EXPECT_EQ(inventory.nccl_version_code / 100, CompiledNcclVersionCode() / 100);
+  EXPECT_EQ(inventory.nccl_version, FormatNcclVersion(inventory.nccl_version_code));
 }
 
 TEST(GpuInventoryTest, ReportsDevicesOrSaysWhyThereAreNone) {
