@@ -439,6 +439,7 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
   // Where each setting's value came from, for errors that involve two settings.
   std::map<std::string_view, std::string> sources;
   bool contract_file_given = false;
+  bool rendezvous_timeout_given = false;
   for (const Setting& setting : Settings()) {
     std::string where;
     std::string text;
@@ -459,9 +460,15 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
     setting.apply(text, where, config);
     sources[setting.flag] = where;
     contract_file_given = contract_file_given || setting.flag == "contract-file";
+    rendezvous_timeout_given = rendezvous_timeout_given || setting.flag == "rendezvous-timeout-seconds";
   }
   if (!contract_file_given) {
     config.contract_file = config.run_dir + "/contract.json";
+  }
+  // The CRD's preflight.timeoutSeconds is the deadline for rendezvous too, and the operator
+  // injects only that one.
+  if (!rendezvous_timeout_given) {
+    config.rendezvous_timeout = config.preflight_timeout;
   }
 
   if (config.rank >= config.replicas) {

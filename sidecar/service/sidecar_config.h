@@ -62,7 +62,7 @@ struct SidecarConfig {
   int preflight_warmup_iterations = 5;
   int preflight_iterations = 20;
   std::chrono::seconds preflight_timeout{300};
-  std::chrono::seconds rendezvous_timeout{300};
+  std::chrono::seconds rendezvous_timeout{300};  // when unset: preflight_timeout
   bool monitor_enabled = true;
   std::chrono::seconds monitor_interval{60};
   std::int64_t monitor_message_bytes = std::int64_t{16} << 20;

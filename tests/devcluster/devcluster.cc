@@ -20,6 +20,7 @@ std::string DevCluster::kubeconfig_path() const { return server_->kubeconfig_pat
 std::string DevCluster::ca_pem() const { return server_->ca_pem(); }
 std::string DevCluster::token() const { return server_->token(); }
 Faults& DevCluster::faults() { return server_->faults(); }
+kubelet::PodNetwork* DevCluster::pod_network() { return server_->pod_network(); }
 void DevCluster::Stop() { server_->Stop(); }
 
 }  // namespace ringleader::devcluster

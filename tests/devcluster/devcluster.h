@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,9 +39,23 @@ struct Options {
   // PodScheduled=False with a FailedScheduling Event. Off by default: a bind changes the Pod's
   // resourceVersion, so clients updating Pods they just created would otherwise get 409s.
   bool schedule_pods = false;
+  // Run bound Pods as local processes (the kubelet, tests/devcluster/kubelet): each container's
+  // image names a program in `images` (by image, or by repository without the tag). Implies
+  // schedule_pods. As root the Nodes and Pods get network namespaces named from network_prefix.
+  bool run_pods = false;
+  std::map<std::string, std::string> images = {};
+  std::string pods_dir = {};  // the kubelet's root: pods/, hosts; "" = data_dir + "/kubelet"
+  std::string network_prefix = "rl";
+  // Called with (namespace, Pod name, network namespace, address) before a Pod's containers
+  // start (kubelet::KubeletOptions::on_pod_network_for_test).
+  std::function<void(const std::string&, const std::string&, const std::string&, const std::string&)>
+      on_pod_network_for_test = {};
 };
 
 class Server;
+namespace kubelet {
+class PodNetwork;
+}  // namespace kubelet
 
 class DevCluster {
  public:
@@ -57,6 +72,8 @@ class DevCluster {
   std::string ca_pem() const;
   std::string token() const;
   Faults& faults();
+  // The Pods' network when run_pods made one (root), for tests that break a route; else null.
+  kubelet::PodNetwork* pod_network();
 
   // Ends every watch, stops listening and waits for handlers to finish. Idempotent.
   void Stop();

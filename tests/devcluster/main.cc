@@ -9,7 +9,10 @@
 namespace {
 
 int Usage() {
-  std::cerr << "usage: devcluster --data-dir DIR [--listen HOST:PORT] [--max-body-bytes N] [--watch-history N]\n";
+  std::cerr << "usage: devcluster --data-dir DIR [--listen HOST:PORT] [--max-body-bytes N] [--watch-history N]\n"
+               "                  [--run-pods --image IMAGE=PROGRAM ... [--network-prefix NAME]]\n"
+               "  --run-pods  schedule Pods onto the simulated Nodes and run their containers as local\n"
+               "              processes; --image maps a container image (or its repository) to a program\n";
   return 2;
 }
 
@@ -19,6 +22,10 @@ int main(int argc, char** argv) {
   ringleader::devcluster::Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (arg == "--run-pods") {
+      options.run_pods = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       return Usage();
     }
@@ -37,6 +44,14 @@ int main(int argc, char** argv) {
         options.max_body_bytes = std::stoul(value);
       } else if (arg == "--watch-history") {
         options.watch_history = std::stoul(value);
+      } else if (arg == "--image") {
+        const auto equals = value.find('=');
+        if (equals == std::string::npos || equals == 0 || equals + 1 == value.size()) {
+          return Usage();
+        }
+        options.images[value.substr(0, equals)] = value.substr(equals + 1);
+      } else if (arg == "--network-prefix") {
+        options.network_prefix = value;
       } else {
         return Usage();
       }

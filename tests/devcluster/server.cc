@@ -119,8 +119,22 @@ Server::Server(const Options& options)
       txn.Put(StoreKey(*catalog_.Find("", "v1", "nodes")), std::move(node));
     }
   });
-  if (options.schedule_pods) {
+  if (options.schedule_pods || options.run_pods) {
     scheduler_ = std::make_unique<SchedulingController>(store_);
+  }
+  if (options.run_pods) {
+    if (options.pods_dir.empty() && options.data_dir.empty()) {
+      throw std::runtime_error("running Pods needs a data dir or a pods dir");
+    }
+    kubelet::KubeletOptions pods;
+    pods.root_dir = !options.pods_dir.empty() ? std::filesystem::path(options.pods_dir)
+                                              : std::filesystem::path(options.data_dir) / "kubelet";
+    for (const auto& [image, program] : options.images) {
+      pods.images.programs[image] = program;
+    }
+    pods.network_prefix = options.network_prefix;
+    pods.on_pod_network_for_test = options.on_pod_network_for_test;
+    kubelet_ = std::make_unique<kubelet::Kubelet>(store_, options.nodes, std::move(pods));
   }
 
   http_listener_config config;
@@ -177,6 +191,9 @@ void Server::Stop() {
   }
   if (scheduler_) {
     scheduler_->Stop();
+  }
+  if (kubelet_) {
+    kubelet_->Stop();
   }
   watches_.StopAll();
   if (listener_) {

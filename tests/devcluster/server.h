@@ -12,6 +12,7 @@
 #include "tests/devcluster/devcluster.h"
 #include "tests/devcluster/faults.h"
 #include "tests/devcluster/http_util.h"
+#include "tests/devcluster/kubelet/kubelet.h"
 #include "tests/devcluster/request.h"
 #include "tests/devcluster/resource_handler.h"
 #include "tests/devcluster/scheduling_controller.h"
@@ -42,6 +43,7 @@ class Server {
   const std::string& ca_pem() const { return certs_.ca_cert_pem; }
   const std::string& token() const { return token_; }
   Faults& faults() { return faults_; }
+  kubelet::PodNetwork* pod_network() { return kubelet_ ? kubelet_->network() : nullptr; }
   void Stop();
 
  private:
@@ -63,6 +65,7 @@ class Server {
   ResourceHandler resources_;
   Watches watches_;
   std::unique_ptr<SchedulingController> scheduler_;  // with Options::schedule_pods
+  std::unique_ptr<kubelet::Kubelet> kubelet_;        // with Options::run_pods
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
 
   std::mutex mu_;

@@ -2,12 +2,12 @@
 // survivors that marked themselves are not, and a stopped store is reported as rank 0 gone.
 #include "sidecar/rendezvous/peer_diagnosis.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <memory>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "sidecar/rendezvous/store_server.h"
 #include "tests/sidecar/rendezvous/local_store.h"
@@ -15,11 +15,11 @@
 namespace ringleader::rendezvous {
 namespace {
 
+using std::chrono::milliseconds;
+using std::chrono::seconds;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using std::chrono::milliseconds;
-using std::chrono::seconds;
 
 constexpr char kToken[] = "diagnosis-test-token";
 

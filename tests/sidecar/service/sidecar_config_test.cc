@@ -150,6 +150,16 @@ TEST(SidecarConfigTest, ReadsTheSidecarOnlyVariables) {
   EXPECT_EQ(config.contract_file, "/tmp/c.json");
 }
 
+// The CRD documents preflight.timeoutSeconds as the deadline for rendezvous too; the operator
+// injects only that variable, so a job's rendezvous must not wait the 300 s default instead.
+TEST(SidecarConfigTest, RendezvousTimeoutDefaultsToThePreflightTimeout) {
+  Env env = OperatorEnv();
+  env["RINGLEADER_PREFLIGHT_TIMEOUT_SECONDS"] = "15";
+  EXPECT_EQ(Parse(env).rendezvous_timeout, std::chrono::seconds(15));
+  env["RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS"] = "40";
+  EXPECT_EQ(Parse(env).rendezvous_timeout, std::chrono::seconds(40));
+}
+
 TEST(SidecarConfigTest, OnlyTheRequiredVariablesGiveTheDefaults) {
   Env env;
   for (const char* name :

@@ -1,0 +1,75 @@
+// How devcluster's kubelet launches one container of a Pod as a local process: the program, argv,
+// env and mounts computed from core/v1 JSON (pure), and the writer for a Secret volume's files.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace ringleader::devcluster::kubelet {
+
+// Container images stand for local programs. A container's image matches a key exactly
+// ("trainer:v2") or by its repository without tag and digest ("trainer").
+struct ImageMap {
+  std::map<std::string, std::filesystem::path> programs;
+};
+
+// What the kubelet knows about the Pod's placement.
+struct LaunchContext {
+  std::string pod_ip;                                        // status.podIP
+  std::string node_name;                                     // spec.nodeName; "" = the Pod's spec.nodeName
+  std::map<std::string, std::filesystem::path> volume_dirs;  // volume name -> host dir
+  // status.hostIP; "" = the Pod's status.hostIP. Defaulted so designated initializers may omit it.
+  std::string host_ip = {};
+};
+
+struct Mount {
+  std::filesystem::path host;  // a directory, or a file when the mount uses a subPath to one
+  std::string path;            // mountPath inside the container
+  bool read_only = false;
+};
+
+struct LaunchSpec {
+  std::filesystem::path program;                // executed as argv[0]
+  std::vector<std::string> args;                // argv[1..]
+  std::map<std::string, std::string> env;       // the process's whole environment
+  std::vector<Mount> mounts;                    // in volumeMounts order
+  std::string working_dir;                      // "" = the launcher's working directory
+  std::map<std::string, int> named_ports = {};  // ports[].name -> containerPort, for probes
+};
+
+// The launch of `container` (one entry of the Pod's containers or initContainers).
+//  - program: the image's program, always. Kubernetes' `command` replaces the image's entrypoint;
+//    here the program stands for the whole image, so command[0] is dropped and argv[1..] is
+//    command[1..] followed by `args`, each with $(VAR) expanded from the container's `env`.
+//  - env: PATH, HOME=/root and HOSTNAME (spec.hostname, else metadata.name), then the `env` list
+//    in order (a later entry replaces an earlier one of the same name): `value` with $(VAR)
+//    expanded from earlier entries, or valueFrom.fieldRef (metadata.name, .namespace, .uid,
+//    .labels['k'], .annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP,
+//    status.hostIP). envFrom and other valueFrom sources are not supported.
+//  - mounts: volumeMounts through context.volume_dirs, with subPath and readOnly.
+// Throws std::invalid_argument naming the container and what it cannot launch: an unmapped
+// image, an unsupported env source (naming the variable), a volume without a dir.
+LaunchSpec ResolveLaunch(const nlohmann::json& pod, const nlohmann::json& container, const ImageMap& images,
+                         const LaunchContext& context);
+
+// Kubernetes' $(VAR) expansion: $(NAME) becomes vars[NAME] when defined and stays as written
+// otherwise; $$ becomes $; any other $ is kept.
+std::string ExpandVariables(const std::string& input, const std::map<std::string, std::string>& vars);
+
+// The unprivileged launch: without a mount namespace the container sees host paths, so each
+// env value, arg and the working dir that is a mount's path or lies below it is rewritten to the
+// host path (the deepest mount wins). Mounts are kept for the record.
+LaunchSpec MapMountPathsToHost(LaunchSpec spec);
+
+// Writes a Secret volume's files into `dir` (created if missing): every key of `data` (base64)
+// and `stringData`, or only `items` (key -> relative path, optional mode) when listed. Modes are
+// permission bits as JSON numbers (288 = 0440); an item's `mode` beats `defaultMode` (420 = 0644).
+// Throws std::invalid_argument for a missing item key (unless `optional`), bad base64, a mode
+// outside 0..0777 or a path that is absolute or climbs out with "..".
+void WriteSecretVolume(const nlohmann::json& secret, const nlohmann::json& volume_source,
+                       const std::filesystem::path& dir);
+
+}  // namespace ringleader::devcluster::kubelet

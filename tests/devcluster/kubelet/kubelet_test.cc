@@ -1,0 +1,253 @@
+// The kubelet over a real Store with real processes: native sidecar ordering gated by a startup
+// probe, status written back, a failed container's exit code and log tail, cluster DNS names
+// inside the Pods, and a deleted Pod's processes killed.
+#include "tests/devcluster/kubelet/kubelet.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "tests/support/test_environment.h"
+
+namespace ringleader::devcluster::kubelet {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+constexpr const char* kPods = "/pods";
+constexpr const char* kShell = "devcluster.test/sh:1";  // an image that stands for /bin/sh
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class KubeletTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ringleader::testing::MakeTempDir("kubelet-test");
+    KubeletOptions options;
+    options.root_dir = dir_ / "kubelet";
+    options.images.programs[kShell] = "/bin/sh";
+    options.network_prefix = "rlk" + std::to_string(::getpid());
+    options.max_grace = milliseconds(2000);
+    options.restart_backoff = milliseconds(200);
+    NodeConfig node;
+    node.name = "node-a";
+    kubelet_ = std::make_unique<Kubelet>(store_, std::vector<NodeConfig>{node}, options);
+  }
+
+  void TearDown() override {
+    kubelet_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A Pod bound to node-a whose one container runs `script` with /bin/sh.
+  static json ShellPod(const std::string& name, const std::string& script) {
+    return {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", "uid-" + name}, {"labels", {{"app", name}}}}},
+        {"spec",
+         {{"nodeName", "node-a"},
+          {"restartPolicy", "Never"},
+          {"containers", json::array({{{"name", "main"}, {"image", kShell}, {"args", {"-c", script}}}})}}}};
+  }
+
+  void Put(const std::string& resource, json object) {
+    store_.Write([&](Store::Txn& txn) { txn.Put(resource, std::move(object)); });
+  }
+
+  json Get(const std::string& name) {
+    json pod;
+    store_.Read([&](const Store::Txn& txn) {
+      if (const json* found = txn.Get(kPods, "default", name)) {
+        pod = *found;
+      }
+    });
+    return pod;
+  }
+
+  // Waits until the Pod's status satisfies `done`; returns the Pod.
+  json WaitFor(const std::string& name, const std::function<bool(const json& status)>& done,
+               milliseconds timeout = milliseconds(15000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    json pod;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pod = Get(name);
+      if (pod.contains("status") && done(pod["status"])) {
+        return pod;
+      }
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    ADD_FAILURE() << "pod " << name << " never got there; last: " << pod.dump(2);
+    return pod;
+  }
+
+  static std::function<bool(const json&)> Phase(const std::string& phase) {
+    return [phase](const json& status) { return status.value("phase", "") == phase; };
+  }
+
+  std::filesystem::path dir_;
+  Store store_{1000};
+  std::unique_ptr<Kubelet> kubelet_;
+};
+
+TEST_F(KubeletTest, ASucceedingContainerMakesThePodSucceed) {
+  Put(kPods, ShellPod("ok", "echo hello; exit 0"));
+  const json pod = WaitFor("ok", Phase("Succeeded"));
+  const json& container = pod["status"]["containerStatuses"][0];
+  EXPECT_EQ(container["name"], "main");
+  EXPECT_EQ(container["state"]["terminated"]["exitCode"], 0);
+  EXPECT_EQ(container["state"]["terminated"]["reason"], "Completed");
+  EXPECT_FALSE(pod["status"].value("podIP", "").empty());
+  EXPECT_FALSE(pod["status"].value("startTime", "").empty());
+}
+
+TEST_F(KubeletTest, AFailingContainerFailsThePodWithItsExitCodeAndLastOutput) {
+  Put(kPods, ShellPod("bad", "echo 'rank 3 of 4 did not join' >&2; exit 3"));
+  const json pod = WaitFor("bad", Phase("Failed"));
+  const json& terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(terminated["exitCode"], 3);
+  EXPECT_EQ(terminated["reason"], "Error");
+  EXPECT_THAT(terminated.value("message", ""), HasSubstr("rank 3 of 4 did not join"));
+}
+
+TEST_F(KubeletTest, ASidecarStartsFirstAndItsStartupProbeGatesTheMainContainer) {
+  const std::filesystem::path order = dir_ / "order";
+  json pod = ShellPod("gated", "echo main >> " + order.string() + "; exit 0");
+  // The sidecar becomes "started" only once its marker exists, 600 ms after it starts.
+  json sidecar = {{"name", "sidecar"},
+                  {"image", kShell},
+                  {"restartPolicy", "Always"},
+                  {"args",
+                   {"-c", "echo sidecar >> " + order.string() + "; sleep 0.6; touch " + (dir_ / "ready").string() +
+                              "; exec sleep 1000"}},
+                  {"startupProbe",
+                   {{"exec", {{"command", {"/bin/sh", "-c", "test -f " + (dir_ / "ready").string()}}}},
+                    {"periodSeconds", 1},
+                    {"failureThreshold", 30}}}};
+  pod["spec"]["initContainers"] = json::array({sidecar});
+  Put(kPods, pod);
+  const json done = WaitFor("gated", Phase("Succeeded"));
+  EXPECT_EQ(ReadFile(order), "sidecar\nmain\n");
+  const json& init = done["status"]["initContainerStatuses"][0];
+  EXPECT_EQ(init["name"], "sidecar");
+  // Stopped once the main container ended, and its exit does not fail the Pod.
+  EXPECT_TRUE(init["state"].contains("terminated")) << init.dump();
+}
+
+TEST_F(KubeletTest, ASidecarThatExitsBeforeStartingIsRestartedAndShowsItsLastExit) {
+  json pod = ShellPod("crashing", "exit 0");
+  pod["spec"]["initContainers"] = json::array(
+      {{{"name", "sidecar"},
+        {"image", kShell},
+        {"restartPolicy", "Always"},
+        {"args", {"-c", "exit 2"}},
+        {"startupProbe", {{"exec", {{"command", {"/bin/false"}}}}, {"periodSeconds", 1}, {"failureThreshold", 100}}}}});
+  Put(kPods, pod);
+  const json seen = WaitFor("crashing", [](const json& status) {
+    return status.contains("initContainerStatuses") && status["initContainerStatuses"][0].value("restartCount", 0) >= 2;
+  });
+  const json& init = seen["status"]["initContainerStatuses"][0];
+  EXPECT_FALSE(init.value("started", true));
+  const json& last =
+      init["lastState"].contains("terminated") ? init["lastState"]["terminated"] : init["state"]["terminated"];
+  EXPECT_EQ(last["exitCode"], 2) << init.dump();
+  EXPECT_EQ(seen["status"]["phase"], "Pending");
+}
+
+TEST_F(KubeletTest, DownwardApiEnvReachesTheProcess) {
+  json pod = ShellPod("env", "test \"$POD_NAME\" = env && test -n \"$POD_IP\" && test \"$NODE\" = node-a");
+  pod["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+                   {{"name", "POD_IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+                   {{"name", "NODE"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}});
+  Put(kPods, pod);
+  WaitFor("env", Phase("Succeeded"));
+}
+
+TEST_F(KubeletTest, PodsResolveEachOtherByTheirHeadlessServiceNames) {
+  if (kubelet_->network() == nullptr) {
+    GTEST_SKIP() << "cluster DNS needs network and mount namespaces (root)";
+  }
+  Put("/services", {{"apiVersion", "v1"},
+                    {"kind", "Service"},
+                    {"metadata", {{"name", "peers"}, {"namespace", "default"}, {"uid", "svc"}}},
+                    {"spec", {{"clusterIP", "None"}, {"selector", {{"job", "dns"}}}}}});
+  json server = ShellPod("server", "exec sleep 1000");
+  json client = ShellPod("client", "getent hosts server.peers.default.svc.cluster.local");
+  for (json* pod : {&server, &client}) {
+    (*pod)["metadata"]["labels"]["job"] = "dns";
+    (*pod)["spec"]["subdomain"] = "peers";
+    (*pod)["spec"]["hostname"] = (*pod)["metadata"]["name"];
+  }
+  Put(kPods, server);
+  const json running = WaitFor("server", Phase("Running"));
+  Put(kPods, client);
+  const json resolved = WaitFor("client", [](const json& status) {
+    const std::string phase = status.value("phase", "");
+    return phase == "Succeeded" || phase == "Failed";
+  });
+  EXPECT_EQ(resolved["status"]["phase"], "Succeeded") << resolved["status"].dump(2);
+  EXPECT_NE(running["status"]["podIP"], resolved["status"]["podIP"]);  // each Pod has its own address
+}
+
+TEST_F(KubeletTest, SecretAndEmptyDirVolumesAppearAtTheirMountPathsAndTheMountPointsGoAfterwards) {
+  const std::string root = "/var/run/rlk-test-" + std::to_string(::getpid());
+  Put("/secrets", {{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata", {{"name", "job-token"}, {"namespace", "default"}, {"uid", "secret"}}},
+                   {"data", {{"token", "czNjcjN0"}}}});  // base64 of "s3cr3t"
+  json pod = ShellPod("volumes", "test \"$(cat " + root + "/token/token)\" = s3cr3t && echo hi > " + root +
+                                     "/scratch/out && test ! -w " + root + "/token/token");
+  pod["spec"]["volumes"] =
+      json::array({{{"name", "token"}, {"secret", {{"secretName", "job-token"}, {"defaultMode", 288}}}},
+                   {{"name", "scratch"}, {"emptyDir", json::object()}}});
+  pod["spec"]["containers"][0]["volumeMounts"] =
+      json::array({{{"name", "token"}, {"mountPath", root + "/token"}, {"readOnly", true}},
+                   {{"name", "scratch"}, {"mountPath", root + "/scratch"}}});
+  Put(kPods, pod);
+  const json done = WaitFor("volumes", [](const json& status) {
+    const std::string phase = status.value("phase", "");
+    return phase == "Succeeded" || phase == "Failed";
+  });
+  EXPECT_EQ(done["status"]["phase"], "Succeeded") << done["status"].dump(2);
+  kubelet_.reset();
+  EXPECT_FALSE(std::filesystem::exists(root)) << "the kubelet left its mount points on the host";
+}
+
+TEST_F(KubeletTest, DeletingAPodKillsItsProcesses) {
+  const std::filesystem::path pid_file = dir_ / "pid";
+  // $$ is Kubernetes' escape for $, so the shell sees $$ (its pid).
+  Put(kPods, ShellPod("doomed", "echo $$$$ > " + pid_file.string() + "; exec sleep 1000"));
+  WaitFor("doomed", Phase("Running"));
+  pid_t pid = 0;
+  for (int i = 0; i < 100 && pid == 0; ++i) {
+    std::istringstream(ReadFile(pid_file)) >> pid;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, 0), 0);
+  store_.Write([](Store::Txn& txn) { txn.Remove(kPods, "default", "doomed"); });
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  while (::kill(pid, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_NE(::kill(pid, 0), 0) << "process " << pid << " outlived its Pod";
+}
+
+}  // namespace
+}  // namespace ringleader::devcluster::kubelet

@@ -1,0 +1,203 @@
+// EndToEnd: devcluster with its kubelet, the operator and kubectl, for the end-to-end tests.
+#include "tests/e2e/end_to_end.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/devcluster/kubelet/pod_network.h"
+#include "tests/support/test_environment.h"
+
+namespace ringleader::testing {
+namespace {
+
+using nlohmann::json;
+
+// kubectl as the shell would find it on PATH.
+std::string FindKubectl() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= dirs.size()) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(start, end - start)) / "kubectl";
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      return candidate.string();
+    }
+    start = end + 1;
+  }
+  throw std::runtime_error("kubectl is not on PATH");
+}
+
+}  // namespace
+
+bool EndToEnd::Supported(std::string* why) { return devcluster::kubelet::PodNetwork::Supported(why); }
+
+std::string JobYaml(const JobSpec& job) {
+  std::string yaml = "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + job.name +
+                     "\n  namespace: default\nspec:\n  replicas: " + std::to_string(job.replicas) + "\n";
+  if (job.host_network) {
+    yaml += "  networking:\n    hostNetwork: true\n";
+  }
+  yaml +=
+      "  communication:\n    backend: gloo\n    preflight:\n      minBytes: 64Ki\n      maxBytes: 256Ki\n"
+      "      stepFactor: 4\n      timeoutSeconds: " +
+      std::to_string(job.preflight_timeout_seconds) +
+      "\n    monitor:\n      intervalSeconds: 5\n      messageBytes: 64Ki\n";
+  yaml += "  runPolicy:\n    backoffLimit: " + std::to_string(job.backoff_limit) + "\n";
+  yaml +=
+      "  template:\n    spec:\n      containers:\n        - name: trainer\n"
+      "          image: ringleader/example-trainer:0.1.0\n"
+      "          args: [\"--steps\", \"" +
+      std::to_string(job.steps) + "\", \"--step-delay-ms\", \"" + std::to_string(job.step_delay_ms) + "\"]\n";
+  return yaml;
+}
+
+std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env) {
+  std::vector<int> found;
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ignored)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.empty() || !std::all_of(pid.begin(), pid.end(), ::isdigit)) {
+      continue;
+    }
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string environ((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> variables;
+    std::size_t start = 0;
+    for (std::size_t end = environ.find('\0'); end != std::string::npos; end = environ.find('\0', start)) {
+      variables.push_back(environ.substr(start, end - start));
+      start = end + 1;
+    }
+    const bool all = std::all_of(env.begin(), env.end(), [&](const std::string& wanted) {
+      return std::find(variables.begin(), variables.end(), wanted) != variables.end();
+    });
+    if (all && !env.empty()) {
+      found.push_back(std::stoi(pid));
+    }
+  }
+  return found;
+}
+
+EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize) : dir_(MakeTempDir("ringleader-e2e")) {
+  devcluster::Options options;
+  options.data_dir = (dir_ / "devcluster").string();
+  options.run_pods = true;
+  options.images = {{"ringleader/sidecar", RINGLEADER_SIDECAR_PATH},
+                    {"ringleader/example-trainer", RINGLEADER_EXAMPLE_TRAINER_PATH}};
+  // Its own namespaces, so end-to-end tests may run beside each other.
+  options.network_prefix = "rle" + std::to_string(::getpid());
+  if (customize) {
+    customize(options);
+  }
+  cluster_ = devcluster::DevCluster::Start(options);
+  const CommandOutput crd = Kubectl({"apply", "-f", "crds/ringleader.dev_trainingjobs.yaml"});
+  if (crd.exit_code != 0) {
+    throw std::runtime_error("kubectl apply of the CRD failed: " + crd.output);
+  }
+  ChildOptions child;
+  child.binary = RINGLEADER_OPERATOR_PATH;
+  child.args = {"run",
+                "--kubeconfig",
+                cluster_->kubeconfig_path(),
+                "--metrics-bind-address",
+                "127.0.0.1:" + std::to_string(FreePort()),
+                "--health-probe-bind-address",
+                "127.0.0.1:" + std::to_string(FreePort()),
+                "--port-range",
+                "61000-61999"};
+  child.log = dir_ / "operator.log";
+  operator_ = std::make_unique<ChildProcess>(child);
+}
+
+EndToEnd::~EndToEnd() {
+  operator_.reset();
+  cluster_->Stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(dir_, ignored);
+}
+
+CommandOutput EndToEnd::Kubectl(const std::vector<std::string>& args) {
+  static int serial = 0;
+  const std::filesystem::path log = dir_ / ("kubectl-" + std::to_string(++serial) + ".log");
+  ChildOptions child;
+  child.binary = FindKubectl();
+  child.args = {"--kubeconfig", cluster_->kubeconfig_path()};
+  child.args.insert(child.args.end(), args.begin(), args.end());
+  child.log = log;
+  ChildProcess process(child);
+  const auto exit = process.WaitFor(std::chrono::minutes(1));
+  CommandOutput out;
+  out.exit_code = exit && exit->exited() ? exit->exit_code : -1;
+  out.output = ReadLog(log);
+  return out;
+}
+
+json EndToEnd::Get(const std::string& resource, const std::string& name) {
+  const CommandOutput got = Kubectl({"get", resource, name, "-o", "json"});
+  if (got.exit_code != 0) {
+    return nullptr;
+  }
+  return json::parse(got.output, nullptr, false);
+}
+
+json EndToEnd::WaitForJob(const std::string& name, const std::function<bool(const json&)>& done,
+                          std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    json job = Get("trainingjob", name);
+    if (job.is_object() && done(job)) {
+      return job;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  return nullptr;
+}
+
+CommandOutput EndToEnd::Apply(const std::string& name, const std::string& yaml) {
+  const std::filesystem::path file = dir_ / (name + ".yaml");
+  std::ofstream(file) << yaml;
+  return Kubectl({"apply", "-f", file.string()});
+}
+
+std::string EndToEnd::AllPodLogs() {
+  std::string text;
+  std::error_code ignored;
+  for (const auto& pod : std::filesystem::directory_iterator(dir_ / "devcluster" / "kubelet" / "pods", ignored)) {
+    for (const auto& log : std::filesystem::directory_iterator(pod.path() / "logs", ignored)) {
+      text += ReadLog(log.path());
+    }
+  }
+  return text;
+}
+
+std::string EndToEnd::PodLog(const std::string& pod, const std::string& container) {
+  const json current = Get("pod", pod);
+  if (!current.is_object()) {
+    return "";
+  }
+  const std::string uid = current["metadata"].value("uid", "");
+  return ReadLog(dir_ / "devcluster" / "kubelet" / "pods" / ("default_" + pod + "_" + uid) / "logs" /
+                 (container + ".log"));
+}
+
+std::string EndToEnd::Diagnostics() {
+  std::string text = "--- operator ---\n" + ReadLog(dir_ / "operator.log");
+  text += "--- pods ---\n" + Kubectl({"get", "pods", "-o", "wide"}).output;
+  const std::filesystem::path pods = dir_ / "devcluster" / "kubelet" / "pods";
+  std::error_code ignored;
+  for (const auto& pod : std::filesystem::directory_iterator(pods, ignored)) {
+    for (const auto& log : std::filesystem::directory_iterator(pod.path() / "logs", ignored)) {
+      text += "--- " + pod.path().filename().string() + " " + log.path().filename().string() + " ---\n" +
+              ReadLog(log.path());
+    }
+  }
+  return text;
+}
+
+}  // namespace ringleader::testing

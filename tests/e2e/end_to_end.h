@@ -1,0 +1,77 @@
+// The end-to-end bed: devcluster running Pods (its kubelet, as root: network namespaces and
+// cluster DNS), the real ringleader-operator as a process, real kubectl, and the real sidecar and
+// example trainer as the images' programs.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/devcluster/devcluster.h"
+#include "tests/support/child_process.h"
+
+namespace ringleader::testing {
+
+// A TrainingJob of `replicas` ranks whose trainer runs `steps` steps `step_delay_ms` apart, with
+// a small preflight (64-256 KiB) and the given extras (YAML lines under spec, indented 2).
+struct JobSpec {
+  std::string name;
+  int replicas = 4;
+  int steps = 20;
+  int step_delay_ms = 0;
+  int preflight_timeout_seconds = 60;
+  int backoff_limit = 2;
+  bool host_network = false;
+};
+std::string JobYaml(const JobSpec& job);
+
+// Processes on this machine whose environment has every NAME=VALUE in `env` (read from /proc).
+std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env);
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+class EndToEnd {
+ public:
+  // Whether this machine can run it (root for the Pods' namespaces); `why` says what is missing.
+  static bool Supported(std::string* why);
+
+  // Starts devcluster with the kubelet (after `customize` adjusts its options), installs the CRD
+  // with kubectl and starts the operator.
+  explicit EndToEnd(const std::function<void(devcluster::Options&)>& customize = {});
+  ~EndToEnd();
+  EndToEnd(const EndToEnd&) = delete;
+  EndToEnd& operator=(const EndToEnd&) = delete;
+
+  // Runs kubectl against the cluster, waiting up to a minute.
+  CommandOutput Kubectl(const std::vector<std::string>& args);
+  // The object as `kubectl get RESOURCE NAME -o json` shows it; null when it does not exist.
+  nlohmann::json Get(const std::string& resource, const std::string& name);
+  // Polls the TrainingJob until `done(job)` holds; returns the last state seen (null on timeout).
+  nlohmann::json WaitForJob(const std::string& name, const std::function<bool(const nlohmann::json&)>& done,
+                            std::chrono::seconds timeout);
+  // Writes `yaml` to a file and applies it with kubectl; the output when that fails.
+  CommandOutput Apply(const std::string& name, const std::string& yaml);
+  // A container's log in the Pod's current incarnation ("" if none).
+  std::string PodLog(const std::string& pod, const std::string& container);
+  // Every container log of every Pod run so far, joined (for searching all of them at once).
+  std::string AllPodLogs();
+  // The operator's log, every Pod's container logs and the Pods' statuses, for failure messages.
+  std::string Diagnostics();
+
+  devcluster::DevCluster& cluster() { return *cluster_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+  std::unique_ptr<devcluster::DevCluster> cluster_;
+  std::unique_ptr<ChildProcess> operator_;
+};
+
+}  // namespace ringleader::testing

@@ -1,0 +1,249 @@
+// End to end on devcluster: kubectl applies a TrainingJob, the operator creates its Pods, the
+// kubelet runs the real sidecar and trainer in network namespaces, and the job succeeds or fails
+// as it should.
+#include "tests/e2e/end_to_end.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "tests/devcluster/kubelet/pod_network.h"
+#include "tests/support/prometheus_server.h"
+
+namespace ringleader::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using ::testing::HasSubstr;
+
+std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
+
+bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
+
+bool Running(const json& job) { return State(job) == "Running"; }
+
+// The message of the job's condition `type`, "" when it is not True.
+std::string ConditionMessage(const json& job, const std::string& type) {
+  for (const json& condition : job.value("status", json::object()).value("conditions", json::array())) {
+    if (condition.value("type", "") == type && condition.value("status", "") == "True") {
+      return condition.value("message", "");
+    }
+  }
+  return "";
+}
+
+// Every process of the job: its sidecars carry RINGLEADER_JOB_NAME, its trainers MASTER_ADDR.
+std::vector<int> JobProcesses(const std::string& job) {
+  std::vector<int> pids = ProcessesWithEnv({"RINGLEADER_JOB_NAME=" + job});
+  for (const int pid : ProcessesWithEnv({"MASTER_ADDR=" + job + "-0." + job + ".default.svc.cluster.local"})) {
+    pids.push_back(pid);
+  }
+  return pids;
+}
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!EndToEnd::Supported(&why)) {
+      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
+    }
+    bed_ = std::make_unique<EndToEnd>();
+  }
+
+  std::unique_ptr<EndToEnd> bed_;
+};
+
+TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks) {
+  const CommandOutput applied = bed_->Kubectl({"apply", "-f", "examples/trainingjob.yaml"});
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const json job = bed_->WaitForJob("demo", Finished, seconds(180));
+  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+
+  // Data-parallel training: every rank ends with the same weights.
+  const std::regex final_line("final steps 20 checksum ([^ ]+) weights");
+  std::set<std::string> checksums;
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string log = bed_->PodLog("demo-" + std::to_string(rank), "trainer");
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(log, match, final_line)) << "rank " << rank << ":\n" << log;
+    checksums.insert(match[1]);
+  }
+  EXPECT_EQ(checksums.size(), 1u);
+  const std::string sidecar = bed_->PodLog("demo-0", "ringleader-sidecar");
+  EXPECT_THAT(sidecar, HasSubstr("# ringleader preflight, gloo, 4 ranks"));
+  EXPECT_THAT(sidecar, HasSubstr("preflight passed"));
+  EXPECT_EQ(job["status"]["replicas"]["succeeded"], 4) << job.dump(2);
+}
+
+// The happy path as users watch it: a real Prometheus scrapes every rank's sidecar while the job
+// trains, and the job still ends Succeeded with every rank agreeing.
+TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains) {
+  if (!PrometheusServer::Installed()) {
+    GTEST_SKIP() << "no Prometheus server installed (scripts/setup installs Debian's)";
+  }
+  const std::filesystem::path targets = bed_->dir() / "targets.json";
+  std::ofstream(targets) << "[]";
+  PrometheusServer prometheus(bed_->dir() / "prometheus",
+                              "  - job_name: ringleader-sidecars\n    honor_labels: true\n    file_sd_configs:\n"
+                              "      - files: ['" +
+                                  targets.string() + "']\n        refresh_interval: 1s\n");
+  {
+    const CommandOutput applied =
+        bed_->Apply("watched", JobYaml({.name = "watched", .replicas = 4, .steps = 100, .step_delay_ms = 100}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  const json running = bed_->WaitForJob("watched", Running, seconds(120));
+  ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
+  // What a PodMonitor would find: each Pod's address and the job's metrics port.
+  json groups = json::array();
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string pod = "watched-" + std::to_string(rank);
+    const json object = bed_->Get("pod", pod);
+    groups.push_back({{"targets",
+                       {object["status"].value("podIP", "") + ":" +
+                        std::to_string(running["status"]["ports"]["metrics"].get<int>())}},
+                      {"labels", {{"pod", pod}}}});
+  }
+  std::ofstream(bed_->dir() / "targets.json.new") << groups.dump();
+  std::filesystem::rename(bed_->dir() / "targets.json.new", targets);  // Prometheus never reads half a file
+
+  const json series = prometheus.WaitForSeries(
+      "max by (pod) (ringleader_sidecar_bus_bandwidth_bytes_per_second{collective=\"all_reduce\", pod=~\"watched-.*\"}) > 0",
+      4, seconds(30));
+  std::set<std::string> pods;
+  for (const json& one : series) {
+    pods.insert(one["metric"].value("pod", ""));
+  }
+  EXPECT_EQ(pods.size(), 4u) << series.dump(2) << prometheus.Log();
+
+  const json job = bed_->WaitForJob("watched", Finished, seconds(120));
+  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  std::set<std::string> checksums;
+  for (int rank = 0; rank < 4; ++rank) {
+    std::smatch match;
+    const std::string log = bed_->PodLog("watched-" + std::to_string(rank), "trainer");
+    ASSERT_TRUE(std::regex_search(log, match, std::regex("final steps 100 checksum ([^ ]+) weights"))) << log;
+    checksums.insert(match[1]);
+  }
+  EXPECT_EQ(checksums.size(), 1u);
+}
+
+TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
+  {
+    const CommandOutput applied =
+        bed_->Apply("long", JobYaml({.name = "long", .replicas = 2, .steps = 600, .step_delay_ms = 100}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  const json running = bed_->WaitForJob("long", Running, seconds(120));
+  ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
+  const int master_port = running["status"]["ports"]["master"];
+  ASSERT_EQ(JobProcesses("long").size(), 4u) << "two sidecars and two trainers";
+
+  const auto deleted_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(bed_->Kubectl({"delete", "trainingjob", "long"}).exit_code, 0);
+  while (!JobProcesses("long").empty() && std::chrono::steady_clock::now() - deleted_at < seconds(20)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(JobProcesses("long").empty()) << bed_->Diagnostics();
+  EXPECT_LT(std::chrono::steady_clock::now() - deleted_at, seconds(10));
+
+  // Its ports went back to the operator: the next job is handed the same block.
+  {
+    const CommandOutput applied = bed_->Apply("next", JobYaml({.name = "next", .replicas = 2}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  const json next = bed_->WaitForJob(
+      "next", [](const json& job) { return job.value("status", json::object()).contains("ports"); }, seconds(60));
+  ASSERT_TRUE(next.is_object()) << bed_->Diagnostics();
+  EXPECT_EQ(next["status"]["ports"]["master"], master_port);
+}
+
+TEST_F(EndToEndTest, AKilledPodRestartsTheGangWhichThenSucceeds) {
+  {
+    const CommandOutput applied =
+        bed_->Apply("crash", JobYaml({.name = "crash", .replicas = 3, .steps = 60, .step_delay_ms = 100}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  ASSERT_EQ(State(bed_->WaitForJob("crash", Running, seconds(120))), "Running") << bed_->Diagnostics();
+  const std::vector<int> trainer = ProcessesWithEnv({"RANK=2", "MASTER_ADDR=crash-0.crash.default.svc.cluster.local"});
+  ASSERT_EQ(trainer.size(), 1u);
+  ASSERT_EQ(::kill(trainer[0], SIGKILL), 0);
+
+  const json job = bed_->WaitForJob("crash", Finished, seconds(180));
+  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2);
+}
+
+TEST(EndToEndFaultTest, ARankThatCannotReachRankZeroFailsThePreflightNamingIt) {
+  std::string why;
+  if (!EndToEnd::Supported(&why)) {
+    GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
+  }
+  // Rank 3's namespace gets a blackhole route to rank 0's address before either starts.
+  std::atomic<devcluster::DevCluster*> cluster{nullptr};
+  std::mutex mu;
+  std::map<std::string, devcluster::kubelet::Endpoint> pods;
+  const auto block = [&](const std::string&, const std::string& pod, const std::string& netns, const std::string& ip) {
+    std::lock_guard<std::mutex> lock(mu);
+    pods[pod] = {netns, ip};
+    if (pods.count("cut-0") != 0 && pods.count("cut-3") != 0 && cluster.load() != nullptr) {
+      cluster.load()->pod_network()->BlockRoute(pods["cut-3"], pods["cut-0"].ip);
+    }
+  };
+  EndToEnd bed([&](devcluster::Options& options) { options.on_pod_network_for_test = block; });
+  cluster = &bed.cluster();
+  const CommandOutput applied =
+      bed.Apply("cut", JobYaml({.name = "cut", .replicas = 4, .preflight_timeout_seconds = 10, .backoff_limit = 0}));
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const json job = bed.WaitForJob("cut", Finished, seconds(120));
+  ASSERT_EQ(State(job), "Failed") << job.dump(2) << bed.Diagnostics();
+  EXPECT_THAT(ConditionMessage(job, "Failed"), HasSubstr("rank 3")) << job.dump(2);
+}
+
+TEST_F(EndToEndTest, SixHostNetworkJobsPackOntoTwoNodesWithoutAPortCollision) {
+  constexpr int kJobs = 6;
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string name = "pack" + std::to_string(i);
+    // Long enough (5 s of steps) that all six run at once; finished jobs hand their ports back.
+    const CommandOutput applied = bed_->Apply(
+        name, JobYaml({.name = name, .replicas = 2, .steps = 50, .step_delay_ms = 100, .host_network = true}));
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  std::map<int, std::string> ports;
+  std::string last_start;
+  std::string first_completion = "9999";
+  for (int i = 0; i < kJobs; ++i) {
+    const std::string name = "pack" + std::to_string(i);
+    const json job = bed_->WaitForJob(name, Finished, seconds(240));
+    ASSERT_EQ(State(job), "Succeeded") << name << ": " << job.dump(2) << bed_->Diagnostics();
+    for (const char* role : {"master", "rendezvous", "metrics", "spare"}) {
+      const int port = job["status"]["ports"][role];
+      const auto [it, fresh] = ports.emplace(port, name + " " + role);
+      EXPECT_TRUE(fresh) << "port " << port << ": " << it->second << " and " << name << " " << role;
+    }
+    last_start = std::max(last_start, job["status"].value("startTime", ""));
+    first_completion = std::min(first_completion, job["status"].value("completionTime", ""));
+    // The two ranks share their hostPorts, so the scheduler must put them on different nodes.
+    const json rank0 = bed_->Get("pod", name + "-0");
+    const json rank1 = bed_->Get("pod", name + "-1");
+    EXPECT_NE(rank0["spec"]["nodeName"], rank1["spec"]["nodeName"]) << name;
+  }
+  // RFC 3339 in UTC compares as text: every job started before any finished, so they ran together.
+  EXPECT_LT(last_start, first_completion);
+  const std::string logs = bed_->AllPodLogs();
+  EXPECT_EQ(logs.find("Address already in use"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("EADDRINUSE"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ringleader::testing
