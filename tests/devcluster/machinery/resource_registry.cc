@@ -68,6 +68,16 @@ PrinterColumn Computed(std::string name, std::string type, std::string descripti
           std::move(compute)};
 }
 
+// Whether the Pod's init container `name` is a native sidecar (restartPolicy: Always).
+bool IsRestartableInit(const json& pod, const std::string& name) {
+  for (const json& container : Array(pod, {"spec", "initContainers"})) {
+    if (container.value("name", "") == name) {
+      return container.value("restartPolicy", "") == "Always";
+    }
+  }
+  return false;
+}
+
 // The STATUS column as kubectl's pod printer derives it, for the common cases.
 json PodStatus(const json& pod) {
   std::string reason = String(pod, {"status", "phase"});
@@ -80,6 +90,10 @@ json PodStatus(const json& pod) {
   for (size_t i = 0; i < init_statuses.size(); ++i) {
     const json& state = init_statuses[i].value("state", json::object());
     if (state.contains("terminated") && Integer(state, {"terminated", "exitCode"}) == 0) {
+      continue;
+    }
+    // A native sidecar that has started lets the Pod go on, as kubectl's printer counts it.
+    if (IsRestartableInit(pod, init_statuses[i].value("name", "")) && init_statuses[i].value("started", false)) {
       continue;
     }
     initializing = true;
@@ -122,12 +136,20 @@ json PodStatus(const json& pod) {
   return reason;
 }
 
+// READY counts native sidecars with the containers, as kubectl does.
 json PodReady(const json& pod) {
   size_t ready = 0;
+  size_t total = Array(pod, {"spec", "containers"}).size();
+  for (const json& container : Array(pod, {"spec", "initContainers"})) {
+    total += container.value("restartPolicy", "") == "Always" ? 1 : 0;
+  }
   for (const json& status : Array(pod, {"status", "containerStatuses"})) {
     ready += status.value("ready", false) ? 1 : 0;
   }
-  return std::to_string(ready) + "/" + std::to_string(Array(pod, {"spec", "containers"}).size());
+  for (const json& status : Array(pod, {"status", "initContainerStatuses"})) {
+    ready += IsRestartableInit(pod, status.value("name", "")) && status.value("ready", false) ? 1 : 0;
+  }
+  return std::to_string(ready) + "/" + std::to_string(total);
 }
 
 json PodRestarts(const json& pod, Time now) {

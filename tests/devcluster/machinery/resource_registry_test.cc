@@ -396,6 +396,28 @@ TEST(BuiltinColumnsTest, PodsPrintLikeKubectl) {
                            "10.1.0.4", "n1"])j"));
 }
 
+// A native sidecar (restartPolicy: Always) counts towards READY and, once started, no longer
+// holds the Pod in Init:0/1 (what the operator's Pods looked like before).
+TEST(BuiltinColumnsTest, PodsWithANativeSidecarPrintLikeKubectl) {
+  ResourceRegistry registry = ResourceRegistry::WithBuiltins();
+  const ResourceInfo& pods = *registry.Find("", "v1", "pods");
+  json pod = json::parse(R"({
+    "metadata": {"name": "w-0"},
+    "spec": {"initContainers": [{"name": "sidecar", "restartPolicy": "Always"}],
+             "containers": [{"name": "trainer"}]},
+    "status": {"phase": "Running",
+      "initContainerStatuses": [{"name": "sidecar", "ready": true, "started": true, "state": {"running": {}}}],
+      "containerStatuses": [{"name": "trainer", "ready": true, "state": {"running": {}}}]}})");
+  json table = BuildTable(pods, {pod}, Time(), "1", false);
+  EXPECT_EQ(table["rows"][0]["cells"][1], "2/2");
+  EXPECT_EQ(table["rows"][0]["cells"][2], "Running");
+  pod["status"]["initContainerStatuses"][0]["started"] = false;
+  pod["status"]["initContainerStatuses"][0]["ready"] = false;
+  table = BuildTable(pods, {pod}, Time(), "1", false);
+  EXPECT_EQ(table["rows"][0]["cells"][1], "1/2");
+  EXPECT_EQ(table["rows"][0]["cells"][2], "Init:0/1");
+}
+
 TEST(BuiltinColumnsTest, PodStatusCases) {
   ResourceRegistry registry = ResourceRegistry::WithBuiltins();
   const ResourceInfo& pods = *registry.Find("", "v1", "pods");
