@@ -88,6 +88,12 @@ std::optional<int> ResolvePort(const json& port, const LaunchSpec& container, st
   return number;
 }
 
+// An httpGet's or tcpSocket's `host`, which defaults to the Pod's address.
+std::string TargetHost(const json& action, const std::string& pod_ip) {
+  const std::string host = action.value("host", std::string());
+  return host.empty() ? pod_ip : host;
+}
+
 std::string HostPort(const std::string& host, int port) {
   const bool ipv6 = host.find(':') != std::string::npos;
   return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
@@ -203,10 +209,7 @@ ProbeAttempt HttpGet(const json& action, const std::string& pod_ip, const Launch
   if (!port) {
     return Failure(error);
   }
-  std::string host = action.value("host", std::string());
-  if (host.empty()) {
-    host = pod_ip;
-  }
+  const std::string host = TargetHost(action, pod_ip);
   std::string path = action.value("path", std::string("/"));
   if (path.empty() || path.front() != '/') {
     path.insert(0, "/");
@@ -285,10 +288,7 @@ ProbeAttempt TcpSocket(const json& action, const std::string& pod_ip, const Laun
   if (!port) {
     return Failure(error);
   }
-  std::string host = action.value("host", std::string());
-  if (host.empty()) {
-    host = pod_ip;
-  }
+  const std::string host = TargetHost(action, pod_ip);
   UniqueFd connection;
   if (std::string dial_error = Dial(host, *port, Clock::now() + timeout, connection); !dial_error.empty()) {
     return Failure(dial_error);
