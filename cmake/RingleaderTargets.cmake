@@ -41,10 +41,25 @@ function(ringleader_add_test_pch)
     <chrono> <filesystem> <map> <memory> <optional> <string> <string_view> <thread> <vector>)
 endfunction()
 
+# Which test programs to build: all of them, only the unit tests (CI builds these with the
+# sanitizers) or only the integration tests (devcluster, its kubelet, the end-to-end runs and the
+# tests labelled integration; CI builds these optimised). Each test runs in one of CI's builds.
+set(RINGLEADER_TESTS "all" CACHE STRING "Test programs to build: all, unit or integration")
+set_property(CACHE RINGLEADER_TESTS PROPERTY STRINGS all unit integration)
+
 # ringleader_test(SOURCE DEPS ...): one GoogleTest program per *_test.cc, each TEST its own ctest
 # entry. The working directory is the source root so tests can read crds/ and examples/.
 function(ringleader_test source)
   cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
+  file(RELATIVE_PATH dir "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
+  if("integration" IN_LIST ARG_LABELS OR dir MATCHES "^tests/(devcluster|e2e)")
+    set(kind integration)
+  else()
+    set(kind unit)
+  endif()
+  if(NOT RINGLEADER_TESTS STREQUAL "all" AND NOT RINGLEADER_TESTS STREQUAL kind)
+    return()
+  endif()
   get_filename_component(name "${source}" NAME_WE)
   add_executable(${name} "${source}")
   target_compile_options(${name} PRIVATE ${RINGLEADER_WARNINGS} ${RINGLEADER_TEST_FLAGS})

@@ -17,7 +17,12 @@ ClientMetrics::ClientMetrics(prometheus::Registry& registry)
       retries_(prometheus::BuildCounter()
                    .Name("ringleader_kube_retries_total")
                    .Help("Kubernetes API request retries by reason")
-                   .Register(registry)) {}
+                   .Register(registry)) {
+  // Every reason from the start at 0, so rate() and the dashboard see a series before the first.
+  for (const RetryReason reason : {RetryReason::kConnection, RetryReason::kTooManyRequests, RetryReason::kServerError}) {
+    retries_.Add({{"reason", std::string(RetryReasonLabel(reason))}});
+  }
+}
 
 void ClientMetrics::ObserveRequest(std::string_view verb, int http_code, double seconds) {
   const std::string code = http_code == 0 ? "error" : std::to_string(http_code);

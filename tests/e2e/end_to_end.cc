@@ -100,13 +100,14 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize) :
   if (crd.exit_code != 0) {
     throw std::runtime_error("kubectl apply of the CRD failed: " + crd.output);
   }
+  operator_metrics_port_ = FreePort();
   ChildOptions child;
   child.binary = RINGLEADER_OPERATOR_PATH;
   child.args = {"run",
                 "--kubeconfig",
                 cluster_->kubeconfig_path(),
                 "--metrics-bind-address",
-                "127.0.0.1:" + std::to_string(FreePort()),
+                "127.0.0.1:" + std::to_string(operator_metrics_port_),
                 "--health-probe-bind-address",
                 "127.0.0.1:" + std::to_string(FreePort()),
                 "--port-range",

@@ -66,12 +66,15 @@ class EndToEnd {
   std::string Diagnostics();
 
   devcluster::DevCluster& cluster() { return *cluster_; }
+  // Where the operator serves /metrics (127.0.0.1).
+  int operator_metrics_port() const { return operator_metrics_port_; }
   const std::filesystem::path& dir() const { return dir_; }
 
  private:
   std::filesystem::path dir_;
   std::unique_ptr<devcluster::DevCluster> cluster_;
   std::unique_ptr<ChildProcess> operator_;
+  int operator_metrics_port_ = 0;
 };
 
 }  // namespace ringleader::testing

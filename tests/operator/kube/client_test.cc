@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 
+#include <set>
+#include <string>
+
 #include "tests/operator/kube/fake_clock.h"
 #include "tests/operator/kube/fake_transport.h"
 
@@ -181,6 +184,22 @@ TEST_F(ClientTest, ServerErrorsAndThrottlingAreRetriedWithBackoffAndRetryAfter) 
   EXPECT_EQ(CounterValue("ringleader_kube_retries_total", {{"reason", "too_many_requests"}}), 1);
   EXPECT_EQ(CounterValue("ringleader_kube_requests_total", {{"verb", "get"}, {"code", "500"}}), 1);
   EXPECT_EQ(CounterValue("ringleader_kube_requests_total", {{"verb", "get"}, {"code", "200"}}), 1);
+}
+
+// Every retry reason has a series at 0 from the start, so the dashboard's retry panel (a rate()
+// by reason) shows data before the first retry.
+TEST_F(ClientTest, EveryRetryReasonStartsAtZero) {
+  const auto client = Make();
+  std::set<std::string> reasons;
+  for (const auto& family : registry_.Collect()) {
+    if (family.name == "ringleader_kube_retries_total") {
+      for (const auto& metric : family.metric) {
+        EXPECT_EQ(metric.counter.value, 0);
+        reasons.insert(metric.label.at(0).value);
+      }
+    }
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{"connection", "server_error", "too_many_requests"}));
 }
 
 TEST_F(ClientTest, JitterComesFromTheInjectedRandom) {
