@@ -60,6 +60,18 @@ std::int64_t ParseIndex(const json& labels, std::string_view key) {
   return std::stoll(text);
 }
 
+// A terminated container's message is usually the tail of its output (FallbackToLogsOnError);
+// the reason it failed is the last line written, after whatever it logged while starting.
+std::string LastLine(const std::string& text) {
+  const std::size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) {
+    return "";
+  }
+  const std::size_t newline = text.rfind('\n', end);
+  const std::size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
 std::string Terminated(const json& container_status) {
   const json* state = Member(container_status, "state");
   const json* terminated = state != nullptr ? Member(*state, "terminated") : nullptr;
@@ -81,7 +93,7 @@ std::string Terminated(const json& container_status) {
   if (const std::string& reason = StringMember(*terminated, "reason"); !reason.empty()) {
     text += " (" + reason + ")";
   }
-  if (std::string message = StringMember(*terminated, "message"); !message.empty()) {
+  if (std::string message = LastLine(StringMember(*terminated, "message")); !message.empty()) {
     if (message.size() > 200) {
       message = message.substr(0, 200) + "...";
     }

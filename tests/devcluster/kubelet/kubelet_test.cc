@@ -34,7 +34,9 @@ std::string ReadFile(const std::filesystem::path& path) {
   return text.str();
 }
 
-class KubeletTest : public ::testing::Test {
+// Run with isolation (network and mount namespaces, as root) and with the fallback every
+// machine has (no namespaces, Pods at their Node's 127.0.N.1).
+class KubeletTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     dir_ = ringleader::testing::MakeTempDir("kubelet-test");
@@ -42,6 +44,7 @@ class KubeletTest : public ::testing::Test {
     options.root_dir = dir_ / "kubelet";
     options.images.programs[kShell] = "/bin/sh";
     options.network_prefix = "rlk" + std::to_string(::getpid());
+    options.isolate = GetParam();
     options.max_grace = milliseconds(2000);
     options.restart_backoff = milliseconds(200);
     NodeConfig node;
@@ -105,7 +108,7 @@ class KubeletTest : public ::testing::Test {
   std::unique_ptr<Kubelet> kubelet_;
 };
 
-TEST_F(KubeletTest, ASucceedingContainerMakesThePodSucceed) {
+TEST_P(KubeletTest, ASucceedingContainerMakesThePodSucceed) {
   Put(kPods, ShellPod("ok", "echo hello; exit 0"));
   const json pod = WaitFor("ok", Phase("Succeeded"));
   const json& container = pod["status"]["containerStatuses"][0];
@@ -116,7 +119,7 @@ TEST_F(KubeletTest, ASucceedingContainerMakesThePodSucceed) {
   EXPECT_FALSE(pod["status"].value("startTime", "").empty());
 }
 
-TEST_F(KubeletTest, AFailingContainerFailsThePodWithItsExitCodeAndLastOutput) {
+TEST_P(KubeletTest, AFailingContainerFailsThePodWithItsExitCodeAndLastOutput) {
   Put(kPods, ShellPod("bad", "echo 'rank 3 of 4 did not join' >&2; exit 3"));
   const json pod = WaitFor("bad", Phase("Failed"));
   const json& terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"];
@@ -125,7 +128,7 @@ TEST_F(KubeletTest, AFailingContainerFailsThePodWithItsExitCodeAndLastOutput) {
   EXPECT_THAT(terminated.value("message", ""), HasSubstr("rank 3 of 4 did not join"));
 }
 
-TEST_F(KubeletTest, ASidecarStartsFirstAndItsStartupProbeGatesTheMainContainer) {
+TEST_P(KubeletTest, ASidecarStartsFirstAndItsStartupProbeGatesTheMainContainer) {
   const std::filesystem::path order = dir_ / "order";
   json pod = ShellPod("gated", "echo main >> " + order.string() + "; exit 0");
   // The sidecar becomes "started" only once its marker exists, 600 ms after it starts.
@@ -149,7 +152,7 @@ TEST_F(KubeletTest, ASidecarStartsFirstAndItsStartupProbeGatesTheMainContainer) 
   EXPECT_TRUE(init["state"].contains("terminated")) << init.dump();
 }
 
-TEST_F(KubeletTest, ASidecarThatExitsBeforeStartingIsRestartedAndShowsItsLastExit) {
+TEST_P(KubeletTest, ASidecarThatExitsBeforeStartingIsRestartedAndShowsItsLastExit) {
   json pod = ShellPod("crashing", "exit 0");
   pod["spec"]["initContainers"] = json::array(
       {{{"name", "sidecar"},
@@ -169,7 +172,7 @@ TEST_F(KubeletTest, ASidecarThatExitsBeforeStartingIsRestartedAndShowsItsLastExi
   EXPECT_EQ(seen["status"]["phase"], "Pending");
 }
 
-TEST_F(KubeletTest, DownwardApiEnvReachesTheProcess) {
+TEST_P(KubeletTest, DownwardApiEnvReachesTheProcess) {
   json pod = ShellPod("env", "test \"$POD_NAME\" = env && test -n \"$POD_IP\" && test \"$NODE\" = node-a");
   pod["spec"]["containers"][0]["env"] =
       json::array({{{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
@@ -179,7 +182,7 @@ TEST_F(KubeletTest, DownwardApiEnvReachesTheProcess) {
   WaitFor("env", Phase("Succeeded"));
 }
 
-TEST_F(KubeletTest, PodsResolveEachOtherByTheirHeadlessServiceNames) {
+TEST_P(KubeletTest, PodsResolveEachOtherByTheirHeadlessServiceNames) {
   if (kubelet_->network() == nullptr) {
     GTEST_SKIP() << "cluster DNS needs network and mount namespaces (root)";
   }
@@ -205,7 +208,10 @@ TEST_F(KubeletTest, PodsResolveEachOtherByTheirHeadlessServiceNames) {
   EXPECT_NE(running["status"]["podIP"], resolved["status"]["podIP"]);  // each Pod has its own address
 }
 
-TEST_F(KubeletTest, SecretAndEmptyDirVolumesAppearAtTheirMountPathsAndTheMountPointsGoAfterwards) {
+TEST_P(KubeletTest, SecretAndEmptyDirVolumesAppearAtTheirMountPathsAndTheMountPointsGoAfterwards) {
+  if (kubelet_->network() == nullptr) {
+    GTEST_SKIP() << "mount paths inside a script need a mount namespace (root)";
+  }
   const std::string root = "/var/run/rlk-test-" + std::to_string(::getpid());
   Put("/secrets", {{"apiVersion", "v1"},
                    {"kind", "Secret"},
@@ -229,7 +235,7 @@ TEST_F(KubeletTest, SecretAndEmptyDirVolumesAppearAtTheirMountPathsAndTheMountPo
   EXPECT_FALSE(std::filesystem::exists(root)) << "the kubelet left its mount points on the host";
 }
 
-TEST_F(KubeletTest, DeletingAPodKillsItsProcesses) {
+TEST_P(KubeletTest, DeletingAPodKillsItsProcesses) {
   const std::filesystem::path pid_file = dir_ / "pid";
   // $$ is Kubernetes' escape for $, so the shell sees $$ (its pid).
   Put(kPods, ShellPod("doomed", "echo $$$$ > " + pid_file.string() + "; exec sleep 1000"));
@@ -248,6 +254,21 @@ TEST_F(KubeletTest, DeletingAPodKillsItsProcesses) {
   }
   EXPECT_NE(::kill(pid, 0), 0) << "process " << pid << " outlived its Pod";
 }
+
+TEST_P(KubeletTest, APodGetsItsNodesAddressWithoutIsolation) {
+  if (GetParam()) {
+    GTEST_SKIP() << "the fallback's addressing";
+  }
+  Put(kPods, ShellPod("loopback", "exit 0"));
+  const json pod = WaitFor("loopback", Phase("Succeeded"));
+  EXPECT_EQ(pod["status"]["podIP"], "127.0.1.1");
+  EXPECT_EQ(pod["status"]["hostIP"], "127.0.1.1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Isolation, KubeletTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& param) {
+                           return param.param ? "Namespaces" : "Fallback";
+                         });
 
 }  // namespace
 }  // namespace ringleader::devcluster::kubelet

@@ -323,6 +323,24 @@ TEST(PlanTest, PreflightFailureNamesTheRankAndRestartsTheGang) {
   EXPECT_EQ(job["status"]["restarts"], 1);
 }
 
+// Regression: the message is the tail of the sidecar's log, and the first 200 characters were
+// its startup lines, which cut off the line that names the missing rank.
+TEST(PlanTest, AFailureQuotesTheLastLineOfTheContainersOutput) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  cluster.ReconcileUntilStable(At(0));
+  std::string log;
+  for (int i = 0; i < 4; ++i) {
+    log += "ringleader-sidecar rank 0/4: a startup line long enough to fill the quoted space " + std::to_string(i) + "\n";
+  }
+  log += "ringleader-sidecar rank 0/4: failed: rank 3 of 4 did not join within 10 s\n";
+  cluster.FailSidecar("demo-0", 1, log);
+  cluster.Reconcile(At(5));
+  const json* preflight = FindCondition(cluster.job_json(), "PreflightPassed");
+  ASSERT_NE(preflight, nullptr);
+  EXPECT_THAT((*preflight)["message"].get<std::string>(),
+              HasSubstr("exited with code 1 (Error): ringleader-sidecar rank 0/4: failed: rank 3 of 4 did not join"));
+}
+
 TEST(PlanTest, SuspendDeletesPodsAndResumeRecreatesThemWithTheSamePorts) {
   FakeCluster cluster(MinimalJob("demo", 3));
   StartRunning(cluster, At(0));
