@@ -70,32 +70,7 @@ TEST(DashboardTest, EveryPanelsQueryReturnsDataFromAnEndToEndRun) {
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
 
   // Scraped from their first moment, so the rendezvous is counted too.
-  std::vector<std::string> pod_ips(4);
-  int metrics_port = 0;
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (std::chrono::steady_clock::now() < deadline &&
-         (metrics_port == 0 || std::find(pod_ips.begin(), pod_ips.end(), "") != pod_ips.end())) {
-    const json job = bed.Get("trainingjob", "graphed");
-    if (job.is_object() && job.value("status", json::object()).contains("ports")) {
-      metrics_port = job["status"]["ports"]["metrics"];
-    }
-    for (int rank = 0; rank < 4; ++rank) {
-      const json pod = bed.Get("pod", "graphed-" + std::to_string(rank));
-      if (pod.is_object()) {
-        pod_ips[rank] = pod.value("status", json::object()).value("podIP", "");
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_NE(metrics_port, 0) << bed.Diagnostics();
-  json groups = json::array();
-  for (int rank = 0; rank < 4; ++rank) {
-    ASSERT_FALSE(pod_ips[rank].empty()) << "rank " << rank << bed.Diagnostics();
-    groups.push_back({{"targets", {pod_ips[rank] + ":" + std::to_string(metrics_port)}},
-                      {"labels", {{"namespace", "default"}, {"pod", "graphed-" + std::to_string(rank)}}}});
-  }
-  std::ofstream(bed.dir() / "targets.json.new") << groups.dump();
-  std::filesystem::rename(bed.dir() / "targets.json.new", targets);
+  ASSERT_TRUE(bed.WritePodMonitorTargets(targets, "graphed", 4, seconds(60))) << bed.Diagnostics();
 
   ASSERT_EQ(bed.WaitForJob("graphed", [](const json& job) {
     return job.value("status", json::object()).value("state", "") == "Running";

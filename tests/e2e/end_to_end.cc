@@ -166,6 +166,41 @@ CommandOutput EndToEnd::Apply(const std::string& name, const std::string& yaml) 
   return Kubectl({"apply", "-f", file.string()});
 }
 
+bool EndToEnd::WritePodMonitorTargets(const std::filesystem::path& file, const std::string& job, int replicas,
+                                      std::chrono::seconds timeout) {
+  std::vector<std::string> pod_ips(static_cast<std::size_t>(replicas));
+  int metrics_port = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto known = [&] { return metrics_port != 0 && std::find(pod_ips.begin(), pod_ips.end(), "") == pod_ips.end(); };
+  while (!known() && std::chrono::steady_clock::now() < deadline) {
+    const json object = Get("trainingjob", job);
+    if (object.is_object() && object.value("status", json::object()).contains("ports")) {
+      metrics_port = object["status"]["ports"]["metrics"];
+    }
+    for (int rank = 0; rank < replicas; ++rank) {
+      const json pod = Get("pod", job + "-" + std::to_string(rank));
+      if (pod.is_object()) {
+        pod_ips[static_cast<std::size_t>(rank)] = pod.value("status", json::object()).value("podIP", "");
+      }
+    }
+    if (!known()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  if (!known()) {
+    return false;
+  }
+  json groups = json::array();
+  for (int rank = 0; rank < replicas; ++rank) {
+    groups.push_back({{"targets", {pod_ips[static_cast<std::size_t>(rank)] + ":" + std::to_string(metrics_port)}},
+                      {"labels", {{"namespace", "default"}, {"pod", job + "-" + std::to_string(rank)}}}});
+  }
+  const std::filesystem::path partial = file.string() + ".new";
+  std::ofstream(partial) << groups.dump();
+  std::filesystem::rename(partial, file);
+  return true;
+}
+
 std::string EndToEnd::AllPodLogs() {
   std::string text;
   std::error_code ignored;

@@ -60,6 +60,12 @@ class EndToEnd {
   CommandOutput Apply(const std::string& name, const std::string& yaml);
   // A container's log in the Pod's current incarnation ("" if none).
   std::string PodLog(const std::string& pod, const std::string& container);
+  // Writes `file` for Prometheus' file_sd as the chart's PodMonitor would find the job's sidecars:
+  // each Pod's address and the job's metrics port, labelled namespace and pod. Waits up to
+  // `timeout` for the port and every address; false if they did not come. Written whole (a
+  // rename), so Prometheus never reads half a file.
+  bool WritePodMonitorTargets(const std::filesystem::path& file, const std::string& job, int replicas,
+                              std::chrono::seconds timeout);
   // Every container log of every Pod run so far, joined (for searching all of them at once).
   std::string AllPodLogs();
   // The operator's log, every Pod's container logs and the Pods' statuses, for failure messages.

@@ -104,18 +104,7 @@ TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains
   }
   const json running = bed_->WaitForJob("watched", Running, seconds(120));
   ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
-  // What a PodMonitor would find: each Pod's address and the job's metrics port.
-  json groups = json::array();
-  for (int rank = 0; rank < 4; ++rank) {
-    const std::string pod = "watched-" + std::to_string(rank);
-    const json object = bed_->Get("pod", pod);
-    groups.push_back({{"targets",
-                       {object["status"].value("podIP", "") + ":" +
-                        std::to_string(running["status"]["ports"]["metrics"].get<int>())}},
-                      {"labels", {{"pod", pod}}}});
-  }
-  std::ofstream(bed_->dir() / "targets.json.new") << groups.dump();
-  std::filesystem::rename(bed_->dir() / "targets.json.new", targets);  // Prometheus never reads half a file
+  ASSERT_TRUE(bed_->WritePodMonitorTargets(targets, "watched", 4, seconds(30))) << bed_->Diagnostics();
 
   const json series = prometheus.WaitForSeries(
       "max by (pod) (ringleader_sidecar_bus_bandwidth_bytes_per_second{collective=\"all_reduce\", pod=~\"watched-.*\"}) > 0",
