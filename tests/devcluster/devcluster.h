@@ -46,6 +46,8 @@ struct Options {
   std::map<std::string, std::string> images = {};
   std::string pods_dir = {};  // the kubelet's root: pods/, hosts; "" = data_dir + "/kubelet"
   std::string network_prefix = "rl";
+  // Append a JSON line per request (user, RBAC attributes, decision) to this file ("" = none).
+  std::string audit_log = {};
   // Called with (namespace, Pod name, network namespace, address) before a Pod's containers
   // start (kubelet::KubeletOptions::on_pod_network_for_test).
   std::function<void(const std::string&, const std::string&, const std::string&, const std::string&)>

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Drives the real kubectl against the devcluster binary: CRD and TrainingJob apply, get (Table),
 # watch, describe with Events, merge and status patches, wait, explain, label selectors,
-# strategic merge on a Service, garbage collection, schema validation and authentication.
+# strategic merge on a Service, garbage collection, schema validation, authentication, and
+# ServiceAccount tokens held to RBAC with an audit log.
 # Usage: kubectl_test.sh PATH/TO/devcluster   (run from the repository root)
 set -u -o pipefail
 
@@ -61,7 +62,7 @@ export KUBECONFIG="$WORK/data/kubeconfig"
 KUBECTL=(timeout 60 kubectl --request-timeout=30s)
 k() { "${KUBECTL[@]}" "$@" 2>&1; }
 
-"$DEVCLUSTER" --data-dir "$WORK/data" >"$WORK/server.log" 2>&1 &
+"$DEVCLUSTER" --data-dir "$WORK/data" --audit-log "$WORK/audit.log" >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
   grep -q "devcluster: serving" "$WORK/server.log" 2>/dev/null && break
@@ -206,6 +207,50 @@ expect "replicas: \"four\" is rejected naming spec.replicas" 'spec\.replicas' "$
 expect "replicas: \"four\" is rejected as invalid" 'is invalid|Invalid value' "$out"
 out=$(k apply -f "$HERE/testdata/trainingjob-zero-replicas.yaml")
 expect "replicas: 0 is rejected naming spec.replicas" 'spec\.replicas.*(greater than or equal to 1|should be greater)' "$out"
+
+# A ServiceAccount's token (kubectl create token) is held to the RBAC rules bound to it.
+cat >"$WORK/rbac.yaml" <<'YAML'
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reader, namespace: default}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: read-configmaps, namespace: default}
+rules:
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader-reads-configmaps, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: read-configmaps}
+subjects:
+  - {kind: ServiceAccount, name: reader, namespace: default}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: readable, namespace: default}
+data: {greeting: hello}
+YAML
+out=$(k apply -f "$WORK/rbac.yaml")
+expect "apply a ServiceAccount, Role and RoleBinding" 'rolebinding.rbac.authorization.k8s.io/reader-reads-configmaps created' "$out"
+token=$(k create token reader)
+expect "kubectl create token issues a token" '^[0-9a-f]{64}$' "$token"
+as_reader() { "${KUBECTL[@]}" --token="$token" "$@" 2>&1; }
+out=$(as_reader get configmaps -o name)
+expect "the ServiceAccount may list what its Role grants" '^configmap/readable$' "$out"
+out=$(as_reader get secrets)
+expect "and is refused the rest, named as kube-apiserver names it" \
+  'secrets is forbidden: User "system:serviceaccount:default:reader" cannot list resource "secrets" in API group "" in the namespace "default"' "$out"
+out=$(as_reader get configmaps -n kube-system)
+expect "a Role grants nothing outside its namespace" 'cannot list resource "configmaps" in API group "" in the namespace "kube-system"' "$out"
+out=$(grep '"user":"system:serviceaccount:default:reader"' "$WORK/audit.log" | grep '"resource":"secrets"' | grep '"verb":"list"')
+expect "the audit log records the refusal" '"allowed":false' "$out"
+out=$(k delete serviceaccount reader)
+out=$(as_reader get configmaps)
+expect "deleting the ServiceAccount revokes its token" 'Unauthorized|must be logged in' "$out"
 
 kill -TERM "$SERVER_PID"
 for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done

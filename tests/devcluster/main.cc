@@ -10,6 +10,7 @@ namespace {
 
 int Usage() {
   std::cerr << "usage: devcluster --data-dir DIR [--listen HOST:PORT] [--max-body-bytes N] [--watch-history N]\n"
+               "                  [--audit-log FILE]\n"
                "                  [--run-pods --image IMAGE=PROGRAM ... [--network-prefix NAME]]\n"
                "  --run-pods  schedule Pods onto the simulated Nodes and run their containers as local\n"
                "              processes; --image maps a container image (or its repository) to a program\n";
@@ -50,6 +51,8 @@ int main(int argc, char** argv) {
           return Usage();
         }
         options.images[value.substr(0, equals)] = value.substr(equals + 1);
+      } else if (arg == "--audit-log") {
+        options.audit_log = value;
       } else if (arg == "--network-prefix") {
         options.network_prefix = value;
       } else {

@@ -16,6 +16,7 @@
 #include "tests/devcluster/discovery.h"
 #include "tests/devcluster/kubeconfig.h"
 #include "tests/devcluster/machinery/object_meta.h"
+#include "tests/devcluster/token_request.h"
 
 namespace ringleader::devcluster {
 namespace {
@@ -104,6 +105,16 @@ Server::Server(const Options& options)
       token_(NewToken()),
       store_(options.watch_history),
       api_(store_, catalog_),
+      authenticator_(token_,
+                     [this](const std::string& ns, const std::string& name) {
+                       try {
+                         api_.Get(*catalog_.Find("", "v1", "serviceaccounts"), ns, name);
+                         return true;
+                       } catch (const ApiError&) {
+                         return false;
+                       }
+                     }),
+      audit_(options.audit_log.empty() ? nullptr : std::make_unique<AuditLog>(options.audit_log)),
       resources_(api_, catalog_, std::chrono::minutes(30)),
       watches_(store_, faults_, options.bookmark_interval) {
   faults_.SetHooksForServer([this] { store_.Wake(); }, [this] { store_.Compact(); });
@@ -229,7 +240,8 @@ void Server::Handle(http::http_request request) {
     const auto it = headers.find(name);
     return it == headers.end() ? std::string() : it->second;
   };
-  if (!BearerMatches(header("Authorization"), token_)) {
+  const std::optional<UserInfo> user = authenticator_.Authenticate(header("Authorization"));
+  if (!user) {
     Reply(request, ErrorResponse(Unauthorized()));
     done();
     return;
@@ -253,6 +265,7 @@ void Server::Handle(http::http_request request) {
     parsed.query = ParseQuery(uri.query());
     parsed.accept = header("Accept");
     parsed.content_type = header("Content-Type");
+    Authorize(*user, parsed);
   } catch (const ApiError& error) {
     Reply(request, ErrorResponse(error));
     done();
@@ -280,6 +293,29 @@ void Server::Handle(http::http_request request) {
   });
 }
 
+void Server::Authorize(const UserInfo& user, const Request& request) {
+  const RequestAttributes attributes = AttributesOf(request.method, request.segments, request.query);
+  const std::string rbac = "rbac.authorization.k8s.io";
+  const RbacObjects objects{
+      [&](const std::string& kind, const std::string& ns) {
+        return api_.List(*catalog_.FindKind(rbac, "v1", kind), ns, {}).items;
+      },
+      [&](const std::string& kind, const std::string& ns, const std::string& name) -> std::optional<nlohmann::json> {
+        try {
+          return api_.Get(*catalog_.FindKind(rbac, "v1", kind), ns, name);
+        } catch (const ApiError&) {
+          return std::nullopt;
+        }
+      }};
+  const Decision decision = devcluster::Authorize(user, attributes, objects);
+  if (audit_) {
+    audit_->Record(user, attributes, decision);
+  }
+  if (!decision.allowed) {
+    throw ForbiddenError(user, attributes);
+  }
+}
+
 std::optional<Response> Server::Dispatch(const Request& request, http::http_request& raw) {
   const auto& seg = request.segments;
   if (seg.size() == 2 && seg[0] == "devcluster" && seg[1] == "faults") {
@@ -305,6 +341,9 @@ std::optional<Response> Server::Dispatch(const Request& request, http::http_requ
     throw *injected;
   }
 
+  if (std::optional<Response> response = ServeTokenRequest(request, api_, catalog_, authenticator_)) {
+    return response;
+  }
   if (std::optional<Response> response = ServeDiscovery(request, catalog_, address_)) {
     return response;
   }

@@ -1,5 +1,6 @@
 // The HTTPS front of devcluster: cpprestsdk's listener with the generated certificate, bearer
-// authentication, body limits, fault injection, and dispatch to discovery, resources and watches.
+// authentication (its admin token and issued ServiceAccount tokens), RBAC authorization with an
+// audit log, body limits, fault injection, and dispatch to discovery, resources and watches.
 #pragma once
 
 #include <condition_variable>
@@ -8,12 +9,15 @@
 #include <string>
 
 #include "tests/devcluster/api.h"
+#include "tests/devcluster/audit_log.h"
+#include "tests/devcluster/auth.h"
 #include "tests/devcluster/catalog.h"
 #include "tests/devcluster/devcluster.h"
 #include "tests/devcluster/faults.h"
 #include "tests/devcluster/http_util.h"
 #include "tests/devcluster/kubelet/kubelet.h"
 #include "tests/devcluster/request.h"
+#include "tests/devcluster/rbac.h"
 #include "tests/devcluster/resource_handler.h"
 #include "tests/devcluster/scheduling_controller.h"
 #include "tests/devcluster/store.h"
@@ -51,6 +55,8 @@ class Server {
   // Everything after authentication and body reading; nullopt when a watch took the response.
   std::optional<Response> Dispatch(const Request& request, web::http::http_request& raw);
   void StartWatch(web::http::http_request& raw, WatchSpec spec);
+  // Authorizes the request for `user` and writes the audit line; throws ApiError 403 if denied.
+  void Authorize(const UserInfo& user, const Request& request);
 
   Options options_;
   Certificates certs_;
@@ -62,6 +68,8 @@ class Server {
   Store store_;
   Catalog catalog_;
   Api api_;
+  Authenticator authenticator_;
+  std::unique_ptr<AuditLog> audit_;  // with Options::audit_log
   ResourceHandler resources_;
   Watches watches_;
   std::unique_ptr<SchedulingController> scheduler_;  // with Options::schedule_pods
