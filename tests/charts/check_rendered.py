@@ -16,8 +16,9 @@ import sys
 JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, applier, controller
     *[("ringleader.dev", "trainingjobs", v) for v in ("list", "watch", "delete")],
     ("ringleader.dev", "trainingjobs/status", "update"),
-    *[("", r, v) for r in ("pods", "services", "secrets")
-      for v in ("get", "list", "watch", "create", "delete")],
+    *[("", "pods", v) for v in ("get", "list", "watch", "create", "delete")],
+    # Services and Secrets are never deleted by the operator: garbage collection removes them.
+    *[("", r, v) for r in ("services", "secrets") for v in ("get", "list", "watch", "create")],
     ("", "events", "create"),
 ]
 errors = []

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -14,27 +15,28 @@
 #include "tests/support/test_environment.h"
 
 namespace ringleader::testing {
-namespace {
 
 using nlohmann::json;
 
-// kubectl as the shell would find it on PATH.
-std::string FindKubectl() {
+std::filesystem::path FindProgram(const std::string& name) {
+  // scripts/setup installs what Debian lacks (helm, and kubectl where missing) into .deps/bin.
+  const std::filesystem::path local = std::filesystem::path(".deps/bin") / name;
+  if (::access(local.c_str(), X_OK) == 0) {
+    return std::filesystem::absolute(local);
+  }
   const char* path = std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
   std::size_t start = 0;
   while (start <= dirs.size()) {
     const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(start, end - start)) / "kubectl";
+    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(start, end - start)) / name;
     if (::access(candidate.c_str(), X_OK) == 0) {
-      return candidate.string();
+      return candidate;
     }
     start = end + 1;
   }
-  throw std::runtime_error("kubectl is not on PATH");
+  return {};
 }
-
-}  // namespace
 
 bool EndToEnd::Supported(std::string* why) { return devcluster::kubelet::PodNetwork::Supported(why); }
 
@@ -50,6 +52,9 @@ std::string JobYaml(const JobSpec& job) {
       std::to_string(job.preflight_timeout_seconds) +
       "\n    monitor:\n      intervalSeconds: 5\n      messageBytes: 64Ki\n";
   yaml += "  runPolicy:\n    backoffLimit: " + std::to_string(job.backoff_limit) + "\n";
+  if (job.ttl_seconds_after_finished >= 0) {
+    yaml += "    ttlSecondsAfterFinished: " + std::to_string(job.ttl_seconds_after_finished) + "\n";
+  }
   yaml +=
       "  template:\n    spec:\n      containers:\n        - name: trainer\n"
       "          image: ringleader/example-trainer:0.1.0\n"
@@ -84,7 +89,8 @@ std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env) {
   return found;
 }
 
-EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize) : dir_(MakeTempDir("ringleader-e2e")) {
+EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, Operator start)
+    : dir_(MakeTempDir("ringleader-e2e")) {
   devcluster::Options options;
   options.data_dir = (dir_ / "devcluster").string();
   options.run_pods = true;
@@ -100,18 +106,19 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize) :
   if (crd.exit_code != 0) {
     throw std::runtime_error("kubectl apply of the CRD failed: " + crd.output);
   }
+  if (start == Operator::kLater) {
+    return;
+  }
   operator_metrics_port_ = FreePort();
+  StartOperator({"run", "--kubeconfig", cluster_->kubeconfig_path(), "--metrics-bind-address",
+                 "127.0.0.1:" + std::to_string(operator_metrics_port_), "--health-probe-bind-address",
+                 "127.0.0.1:" + std::to_string(FreePort()), "--port-range", "61000-61999"});
+}
+
+void EndToEnd::StartOperator(const std::vector<std::string>& args) {
   ChildOptions child;
   child.binary = RINGLEADER_OPERATOR_PATH;
-  child.args = {"run",
-                "--kubeconfig",
-                cluster_->kubeconfig_path(),
-                "--metrics-bind-address",
-                "127.0.0.1:" + std::to_string(operator_metrics_port_),
-                "--health-probe-bind-address",
-                "127.0.0.1:" + std::to_string(FreePort()),
-                "--port-range",
-                "61000-61999"};
+  child.args = args;
   child.log = dir_ / "operator.log";
   operator_ = std::make_unique<ChildProcess>(child);
 }
@@ -124,12 +131,21 @@ EndToEnd::~EndToEnd() {
 }
 
 CommandOutput EndToEnd::Kubectl(const std::vector<std::string>& args) {
-  static int serial = 0;
-  const std::filesystem::path log = dir_ / ("kubectl-" + std::to_string(++serial) + ".log");
+  std::vector<std::string> all = {"--kubeconfig", cluster_->kubeconfig_path()};
+  all.insert(all.end(), args.begin(), args.end());
+  const std::filesystem::path kubectl = FindProgram("kubectl");
+  if (kubectl.empty()) {
+    throw std::runtime_error("kubectl is neither in .deps/bin nor on PATH (run scripts/setup)");
+  }
+  return Run(kubectl, all);
+}
+
+CommandOutput EndToEnd::Run(const std::filesystem::path& binary, const std::vector<std::string>& args) {
+  static std::atomic<int> serial = 0;
+  const std::filesystem::path log = dir_ / (binary.filename().string() + "-" + std::to_string(++serial) + ".log");
   ChildOptions child;
-  child.binary = FindKubectl();
-  child.args = {"--kubeconfig", cluster_->kubeconfig_path()};
-  child.args.insert(child.args.end(), args.begin(), args.end());
+  child.binary = binary;
+  child.args = args;
   child.log = log;
   ChildProcess process(child);
   const auto exit = process.WaitFor(std::chrono::minutes(1));

@@ -26,8 +26,12 @@ struct JobSpec {
   int preflight_timeout_seconds = 60;
   int backoff_limit = 2;
   bool host_network = false;
+  int ttl_seconds_after_finished = -1;  // spec.runPolicy.ttlSecondsAfterFinished; -1 leaves it out
 };
 std::string JobYaml(const JobSpec& job);
+
+// A program in .deps/bin (run from the repository root) or on PATH; empty when there is none.
+std::filesystem::path FindProgram(const std::string& name);
 
 // Processes on this machine whose environment has every NAME=VALUE in `env` (read from /proc).
 std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env);
@@ -42,13 +46,19 @@ class EndToEnd {
   // Whether this machine can run it (root for the Pods' namespaces); `why` says what is missing.
   static bool Supported(std::string* why);
 
+  enum class Operator { kStart, kLater };
   // Starts devcluster with the kubelet (after `customize` adjusts its options), installs the CRD
-  // with kubectl and starts the operator.
-  explicit EndToEnd(const std::function<void(devcluster::Options&)>& customize = {});
+  // with kubectl and, unless told kLater, starts the operator with the bed's own flags.
+  explicit EndToEnd(const std::function<void(devcluster::Options&)>& customize = {},
+                    Operator start = Operator::kStart);
   ~EndToEnd();
   EndToEnd(const EndToEnd&) = delete;
   EndToEnd& operator=(const EndToEnd&) = delete;
 
+  // Starts the operator binary with exactly these arguments (its log joins Diagnostics).
+  void StartOperator(const std::vector<std::string>& args);
+  // Runs a program to its end, waiting up to a minute.
+  CommandOutput Run(const std::filesystem::path& binary, const std::vector<std::string>& args);
   // Runs kubectl against the cluster, waiting up to a minute.
   CommandOutput Kubectl(const std::vector<std::string>& args);
   // The object as `kubectl get RESOURCE NAME -o json` shows it; null when it does not exist.

@@ -45,9 +45,11 @@ app.kubernetes.io/part-of: ringleader
 
 {{/*
 What the operator does to TrainingJobs and their children, derived from operator/runtime: the
-informers list and watch TrainingJobs, Pods, Services and Secrets; the applier creates and
-deletes the children (reading one back when its name is taken), writes status through
-/status with PUT, deletes a finished job after its TTL and records Events.
+informers list and watch TrainingJobs, Pods, Services and Secrets; the applier creates the
+children (reading one back when its name is taken) and deletes Pods (a gang restart, a suspended
+or finished job), writes status through /status with PUT, deletes a finished job after its TTL
+and records Events. Services and Secrets go with their job through garbage collection, so the
+operator never deletes them. tests/e2e/chart_install_test checks each grant is used.
 */}}
 {{- define "ringleader.jobRules" -}}
 - apiGroups: [ringleader.dev]
@@ -57,8 +59,11 @@ deletes the children (reading one back when its name is taken), writes status th
   resources: [trainingjobs/status]
   verbs: [update]
 - apiGroups: [""]
-  resources: [pods, services, secrets]
+  resources: [pods]
   verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [services, secrets]
+  verbs: [get, list, watch, create]
 - apiGroups: [""]
   resources: [events]
   verbs: [create]

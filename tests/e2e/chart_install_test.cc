@@ -1,0 +1,356 @@
+// The Helm chart on a cluster: the manifests `helm template` renders are applied with kubectl to
+// devcluster, the operator runs with the rendered Deployment's arguments under the chart's
+// ServiceAccount (a token from `kubectl create token`, devcluster enforcing RBAC), jobs drive every
+// path on which the operator calls the API, and devcluster's audit log then shows that every call
+// was allowed and that every permission the chart grants was used: nothing broader is granted.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "tests/devcluster/kubeconfig.h"
+#include "tests/devcluster/kubelet/container_spec.h"
+#include "tests/devcluster/rbac.h"
+#include "tests/e2e/end_to_end.h"
+#include "tests/support/test_environment.h"
+
+namespace ringleader::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kNamespace[] = "ringleader-system";
+constexpr char kRelease[] = "rl";
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// The TrainingJob's condition `type` is True.
+bool HasCondition(const json& job, const std::string& type) {
+  for (const json& condition : job.value("status", json::object()).value("conditions", json::array())) {
+    if (condition.value("type", "") == type && condition.value("status", "") == "True") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// One request of the audit log, as RBAC sees it.
+struct Audited {
+  devcluster::RequestAttributes request;
+  bool allowed = false;
+};
+
+std::vector<Audited> AuditedRequestsOf(const std::filesystem::path& log, const std::string& user) {
+  std::vector<Audited> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const json entry = json::parse(line);
+    if (entry["user"] != user) {
+      continue;
+    }
+    Audited audited;
+    audited.request.resource_request = !entry["resource"].get<std::string>().empty();
+    audited.request.verb = entry["verb"];
+    audited.request.api_group = entry["apiGroup"];
+    audited.request.resource = entry["resource"];
+    audited.request.subresource = entry["subresource"];
+    audited.request.namespace_ = entry["namespace"];
+    audited.request.name = entry["name"];
+    audited.request.path = entry["path"];
+    audited.allowed = entry["allowed"];
+    out.push_back(std::move(audited));
+  }
+  return out;
+}
+
+std::string Describe(const devcluster::RequestAttributes& request) {
+  if (!request.resource_request) {
+    return request.verb + " " + request.path;
+  }
+  std::string resource = request.resource + (request.subresource.empty() ? "" : "/" + request.subresource);
+  return request.verb + " " + resource + (request.api_group.empty() ? "" : "." + request.api_group) +
+         (request.namespace_.empty() ? "" : " in " + request.namespace_) +
+         (request.name.empty() ? "" : " named " + request.name);
+}
+
+// Each rule split into single grants: one API group, resource and verb (resourceNames kept).
+std::vector<json> SingleGrants(const json& rules) {
+  std::vector<json> out;
+  for (const json& rule : rules) {
+    for (const json& group : rule.value("apiGroups", json::array())) {
+      for (const json& resource : rule.value("resources", json::array())) {
+        for (const json& verb : rule.value("verbs", json::array())) {
+          json single = {{"apiGroups", {group}}, {"resources", {resource}}, {"verbs", {verb}}};
+          if (rule.contains("resourceNames")) {
+            single["resourceNames"] = rule["resourceNames"];
+          }
+          out.push_back(std::move(single));
+        }
+      }
+    }
+    if (rule.contains("nonResourceURLs")) {
+      out.push_back(rule);
+    }
+  }
+  return out;
+}
+
+// The two shapes of the chart's RBAC: a ClusterRole (every namespace), or one Role per watched
+// namespace.
+struct RbacShape {
+  std::string name;
+  std::string values;         // extra --set values ("" for the defaults)
+  bool cluster_wide = false;  // the job rules are a ClusterRole (else Roles, nothing cluster-wide)
+};
+
+void PrintTo(const RbacShape& shape, std::ostream* out) { *out << shape.name; }
+
+class ChartInstallTest : public ::testing::TestWithParam<RbacShape> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!EndToEnd::Supported(&why)) {
+      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
+    }
+    helm_ = FindProgram("helm");
+    if (helm_.empty()) {
+      GTEST_SKIP() << "no helm in .deps/bin or on PATH (scripts/install-helm installs one)";
+    }
+    audit_dir_ = MakeTempDir("ringleader-chart-audit");
+    bed_ = std::make_unique<EndToEnd>(
+        [this](devcluster::Options& options) { options.audit_log = (audit_dir_ / "audit.log").string(); },
+        EndToEnd::Operator::kLater);
+  }
+  void TearDown() override {
+    if (HasFailure() && bed_) {
+      std::cerr << bed_->Diagnostics();
+    }
+    bed_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(audit_dir_, ignored);
+  }
+
+  // kubectl must succeed; its output otherwise fails the test.
+  std::string MustKubectl(const std::vector<std::string>& args) {
+    const CommandOutput out = bed_->Kubectl(args);
+    if (out.exit_code != 0) {
+      ADD_FAILURE() << "kubectl " << ::testing::PrintToString(args) << " failed:\n" << out.output;
+    }
+    return out.output;
+  }
+
+  // Polls until `done` holds, up to `timeout`.
+  bool WaitUntil(const std::function<bool()>& done, seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) {
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    return done();
+  }
+
+  // Whether an Event with `reason` was recorded for the TrainingJob `job`.
+  bool HasEvent(const std::string& job, const std::string& reason) {
+    const CommandOutput out = bed_->Kubectl({"get", "events", "-o", "json"});
+    const json events = json::parse(out.output, nullptr, false);
+    if (out.exit_code != 0 || !events.is_object()) {
+      return false;
+    }
+    for (const json& event : events.value("items", json::array())) {
+      if (event.value("reason", "") == reason && event["involvedObject"].value("name", "") == job) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::filesystem::path helm_;
+  std::filesystem::path audit_dir_;
+  std::unique_ptr<EndToEnd> bed_;
+};
+
+TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePermissionsGranted) {
+  // 1. Render with monitoring on (every template), the operator's own ports free on this machine.
+  const int metrics_port = FreePort();
+  const int health_port = FreePort();
+  std::vector<std::string> helm_args = {"template",
+                                        kRelease,
+                                        "charts/ringleader",
+                                        "--namespace",
+                                        kNamespace,
+                                        "--set",
+                                        "monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,"
+                                        "monitoring.prometheusRule.enabled=true,operator.metricsPort=" +
+                                            std::to_string(metrics_port) +
+                                            ",operator.healthPort=" + std::to_string(health_port)};
+  if (!GetParam().values.empty()) {
+    helm_args.insert(helm_args.end(), {"--set", GetParam().values});
+  }
+  const CommandOutput rendered = bed_->Run(helm_, helm_args);
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+  const std::filesystem::path manifests = bed_->dir() / "rendered.yaml";
+  WriteFile(manifests, rendered.output);
+
+  // 2. The manifests are accepted as a cluster would (the release namespace first, as
+  // `helm install --create-namespace` does; the Prometheus Operator's CRDs stand in for that
+  // operator), and every rendered object is then there.
+  WriteFile(bed_->dir() / "namespace.yaml",
+            std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ") + kNamespace + "\n");
+  MustKubectl({"apply", "-f", (bed_->dir() / "namespace.yaml").string()});
+  MustKubectl({"apply", "-f", "tests/e2e/testdata/prometheus-operator-crds.yaml"});
+  const CommandOutput applied = bed_->Kubectl({"apply", "-f", manifests.string()});
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  std::size_t documents = 0;
+  std::istringstream lines(rendered.output);
+  for (std::string line; std::getline(lines, line);) {
+    documents += line.starts_with("kind: ") ? 1 : 0;
+  }
+  const std::string names = MustKubectl({"get", "-f", manifests.string(), "-o", "name"});
+  EXPECT_EQ(static_cast<std::size_t>(std::count(names.begin(), names.end(), '\n')), documents) << names;
+  for (const char* kind :
+       {"serviceaccount/", "configmap/", "role.rbac.authorization.k8s.io/", "rolebinding.rbac.authorization.k8s.io/",
+        "service/", "deployment.apps/", "podmonitor.monitoring.coreos.com/", "prometheusrule.monitoring.coreos.com/",
+        "servicemonitor.monitoring.coreos.com/"}) {
+    EXPECT_THAT(names, ::testing::HasSubstr(kind));
+  }
+  for (const char* kind : {"clusterrole.rbac.authorization.k8s.io/", "clusterrolebinding.rbac.authorization.k8s.io/"}) {
+    if (GetParam().cluster_wide) {
+      EXPECT_THAT(names, ::testing::HasSubstr(kind));
+    } else {
+      EXPECT_THAT(names, ::testing::Not(::testing::HasSubstr(kind))) << "granted cluster-wide";
+    }
+  }
+
+  // 3. The operator as the Deployment would run it: the stored Deployment's args with $(POD_NAME)
+  // expanded, as its ServiceAccount.
+  const json deployment = json::parse(
+      MustKubectl({"get", "deployment", std::string(kRelease) + "-ringleader", "-n", kNamespace, "-o", "json"}));
+  const json& pod_spec = deployment["spec"]["template"]["spec"];
+  const std::string service_account = pod_spec["serviceAccountName"];
+  const json& container = pod_spec["containers"][0];
+  std::vector<std::string> args;
+  for (const json& arg : container["args"]) {
+    args.push_back(devcluster::kubelet::ExpandVariables(arg.get<std::string>(), {{"POD_NAME", "rl-ringleader-0"}}));
+  }
+  ASSERT_FALSE(args.empty());
+  ASSERT_EQ(args[0], "run");
+  std::string token = MustKubectl({"create", "token", service_account, "-n", kNamespace});
+  token.erase(token.find_last_not_of("\n") + 1);
+  ASSERT_EQ(token.size(), 64u) << token;
+  const std::filesystem::path kubeconfig = bed_->dir() / "operator.kubeconfig";
+  WriteFile(kubeconfig, devcluster::KubeconfigYaml(bed_->cluster().url(), bed_->cluster().ca_pem(), token));
+  args.push_back("--kubeconfig=" + kubeconfig.string());
+  bed_->StartOperator(args);
+
+  // 4. Jobs that drive every API call the operator makes: one runs to success and is deleted by
+  // its TTL; one is suspended while running (its Pods deleted); three find a name their child
+  // needs already taken by someone else's Secret, Service or Pod (read back, then refused).
+  JobSpec ttl{.name = "chart-ttl", .replicas = 2, .steps = 10, .ttl_seconds_after_finished = 0};
+  JobSpec suspended{.name = "chart-suspend", .replicas = 2, .steps = 100000, .step_delay_ms = 50};
+  ASSERT_EQ(bed_->Apply(ttl.name, JobYaml(ttl)).exit_code, 0);
+  ASSERT_EQ(bed_->Apply(suspended.name, JobYaml(suspended)).exit_code, 0);
+  const std::string taken =
+      "apiVersion: v1\nkind: Secret\nmetadata:\n  name: chart-secret-ringleader-token\n  namespace: default\n"
+      "stringData:\n  owner: someone-else\n---\n"
+      "apiVersion: v1\nkind: Service\nmetadata:\n  name: chart-service\n  namespace: default\nspec:\n"
+      "  clusterIP: None\n  ports:\n    - port: 80\n---\n"
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chart-pod-0\n  namespace: default\nspec:\n"
+      "  nodeName: a-node-elsewhere\n  containers:\n    - name: other\n      image: someone/else\n";
+  ASSERT_EQ(bed_->Apply("taken-names", taken).exit_code, 0);
+  for (const char* name : {"chart-secret", "chart-service", "chart-pod"}) {
+    const JobSpec conflicted{.name = name, .replicas = 1};
+    ASSERT_EQ(bed_->Apply(name, JobYaml(conflicted)).exit_code, 0);
+  }
+
+  const auto running = [](const json& job) {
+    return job.value("status", json::object()).value("state", "") == "Running";
+  };
+  ASSERT_FALSE(bed_->WaitForJob(suspended.name, running, seconds(120)).is_null());
+  MustKubectl(
+      {"patch", "trainingjob", suspended.name, "--type", "merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"});
+  EXPECT_FALSE(bed_->WaitForJob(
+                       suspended.name, [](const json& job) { return HasCondition(job, "Suspended"); }, seconds(60))
+                   .is_null());
+  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("pod", suspended.name + "-0").is_null(); }, seconds(60)))
+      << "the suspended job's Pods were not deleted";
+  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("trainingjob", ttl.name).is_null(); }, seconds(120)))
+      << "the finished job was not deleted after its TTL";
+  for (const char* name : {"chart-secret", "chart-service", "chart-pod"}) {
+    EXPECT_TRUE(WaitUntil([&] { return HasEvent(name, "NameConflict"); }, seconds(60)))
+        << name << " recorded no NameConflict Event";
+  }
+
+  // 5. The audit: the operator's ServiceAccount was never refused, and every single grant the
+  // chart binds to it covers at least one request it made.
+  const std::string user = "system:serviceaccount:" + std::string(kNamespace) + ":" + service_account;
+  const std::vector<Audited> requests = AuditedRequestsOf(audit_dir_ / "audit.log", user);
+  ASSERT_FALSE(requests.empty()) << "no request from " << user << " in the audit log";
+  std::set<std::string> refused;
+  for (const Audited& audited : requests) {
+    if (!audited.allowed) {
+      refused.insert(Describe(audited.request));
+    }
+  }
+  EXPECT_THAT(refused, ::testing::IsEmpty()) << "the chart's RBAC refused the operator these requests";
+
+  std::vector<json> rules;
+  const json cluster_bindings = json::parse(MustKubectl({"get", "clusterrolebindings", "-o", "json"}));
+  const json role_bindings = json::parse(MustKubectl({"get", "rolebindings", "-A", "-o", "json"}));
+  auto binds_operator = [&](const json& binding) {
+    for (const json& subject : binding.value("subjects", json::array())) {
+      if (subject.value("kind", "") == "ServiceAccount" && subject.value("name", "") == service_account &&
+          subject.value("namespace", "") == kNamespace) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (const json& binding : cluster_bindings["items"]) {
+    if (binds_operator(binding)) {
+      const json role = json::parse(MustKubectl({"get", "clusterrole", binding["roleRef"]["name"], "-o", "json"}));
+      rules.push_back(role["rules"]);
+    }
+  }
+  for (const json& binding : role_bindings["items"]) {
+    if (binds_operator(binding)) {
+      const std::string kind = binding["roleRef"]["kind"] == "Role" ? "role" : "clusterrole";
+      std::vector<std::string> get = {"get", kind, binding["roleRef"]["name"], "-o", "json"};
+      if (kind == "role") {
+        get.insert(get.end(), {"-n", binding["metadata"]["namespace"]});
+      }
+      rules.push_back(json::parse(MustKubectl(get))["rules"]);
+    }
+  }
+  ASSERT_EQ(rules.size(), 2u) << "the chart binds the operator's ServiceAccount the job rules (a ClusterRole, "
+                                 "or a Role in the one watched namespace) and the leader-election Role";
+  std::vector<std::string> unused;
+  std::size_t grants = 0;
+  for (const json& role_rules : rules) {
+    for (const json& grant : SingleGrants(role_rules)) {
+      ++grants;
+      const bool used = std::any_of(requests.begin(), requests.end(), [&](const Audited& audited) {
+        return audited.allowed && devcluster::RuleAllows(grant, audited.request);
+      });
+      if (!used) {
+        unused.push_back(grant.dump());
+      }
+      EXPECT_THAT(grant.dump(), ::testing::Not(::testing::HasSubstr("\"*\""))) << "a wildcard grant";
+    }
+  }
+  EXPECT_GT(grants, 10u);
+  EXPECT_THAT(unused, ::testing::IsEmpty()) << "granted to the operator but never used in the run";
+}
+
+INSTANTIATE_TEST_SUITE_P(RbacShapes, ChartInstallTest,
+                         ::testing::Values(RbacShape{"ClusterRole", "", true},
+                                           RbacShape{"RolePerNamespace", "operator.watchNamespaces={default}", false}),
+                         [](const ::testing::TestParamInfo<RbacShape>& shape) { return shape.param.name; });
+
+}  // namespace
+}  // namespace ringleader::testing
