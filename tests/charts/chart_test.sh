@@ -2,7 +2,7 @@
 # charts/ringleader: lint-clean with a real Helm 3, and for the defaults and a matrix of values
 # the rendered manifests are least-privilege, locked down and accepted by the operator's flags.
 # Usage: chart_test.sh OPERATOR_BINARY. Exits 77 (skipped) only when no helm is found; run
-# scripts/install-helm to get one.
+# scripts/install-kube-tools to get one.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 operator=${1:?usage: chart_test.sh OPERATOR_BINARY}
@@ -17,7 +17,7 @@ if [[ -z "$helm" ]]; then
   fi
 fi
 if [[ -z "$helm" ]]; then
-  echo "SKIP: no helm (run scripts/install-helm)"
+  echo "SKIP: no helm (run scripts/install-kube-tools)"
   exit 77
 fi
 tmp=$(mktemp -d)

@@ -118,7 +118,7 @@ class ChartInstallTest : public ::testing::TestWithParam<RbacShape> {
     }
     helm_ = FindProgram("helm");
     if (helm_.empty()) {
-      GTEST_SKIP() << "no helm in .deps/bin or on PATH (scripts/install-helm installs one)";
+      GTEST_SKIP() << "no helm in .deps/bin or on PATH (scripts/install-kube-tools installs one)";
     }
     audit_dir_ = MakeTempDir("ringleader-chart-audit");
     bed_ = std::make_unique<EndToEnd>(
