@@ -8,11 +8,16 @@
 #include <limits>
 #include <map>
 #include <memory>
-// GCC 12 reports a false -Wmaybe-uninitialized inside <regex> under -O2 with the sanitizers.
+// GCC 12 reports a false -Wmaybe-uninitialized inside <regex> under -O2 with the sanitizers
+// (clang has no such warning).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <regex>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #include <set>
 #include <utility>
 
