@@ -241,6 +241,7 @@ std::string EndToEnd::PodLog(const std::string& pod, const std::string& containe
 std::string EndToEnd::Diagnostics() {
   std::string text = "--- operator ---\n" + ReadLog(dir_ / "operator.log");
   text += "--- pods ---\n" + Kubectl({"get", "pods", "-o", "wide"}).output;
+  text += "--- events ---\n" + Kubectl({"get", "events"}).output;
   const std::filesystem::path pods = dir_ / "devcluster" / "kubelet" / "pods";
   std::error_code ignored;
   for (const auto& pod : std::filesystem::directory_iterator(pods, ignored)) {

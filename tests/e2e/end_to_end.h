@@ -78,7 +78,8 @@ class EndToEnd {
                               std::chrono::seconds timeout);
   // Every container log of every Pod run so far, joined (for searching all of them at once).
   std::string AllPodLogs();
-  // The operator's log, every Pod's container logs and the Pods' statuses, for failure messages.
+  // The operator's log, the Pods' statuses, the Events, and the container logs of every Pod run so
+  // far (replaced ones too), for failure messages.
   std::string Diagnostics();
 
   devcluster::DevCluster& cluster() { return *cluster_; }

@@ -170,7 +170,7 @@ TEST_F(EndToEndTest, AKilledPodRestartsTheGangWhichThenSucceeds) {
 
   const json job = bed_->WaitForJob("crash", Finished, seconds(180));
   ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
-  EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2);
+  EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2) << bed_->Diagnostics();
 }
 
 TEST(EndToEndFaultTest, ARankThatCannotReachRankZeroFailsThePreflightNamingIt) {

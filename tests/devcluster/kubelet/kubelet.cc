@@ -12,6 +12,17 @@
 namespace ringleader::devcluster::kubelet {
 namespace {
 
+// A finished Pod's volumes and scratch files go; its container logs stay until the data dir does,
+// so a test that fails after a gang restart can still read what the replaced Pods printed.
+void RemoveAllButLogs(const std::filesystem::path& pod_dir) {
+  std::error_code ignored;
+  for (const auto& entry : std::filesystem::directory_iterator(pod_dir, ignored)) {
+    if (entry.path().filename() != "logs") {
+      std::filesystem::remove_all(entry.path(), ignored);
+    }
+  }
+}
+
 using nlohmann::json;
 
 // Store keys (group "/" plural) of the core resources the kubelet reads and writes.
@@ -89,8 +100,7 @@ void Kubelet::Stop() {
     const auto created = pod->worker->CreatedMountPoints();
     mount_points_.insert(mount_points_.end(), created.begin(), created.end());
     pod->worker.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(pod->dir, ignored);
+    RemoveAllButLogs(pod->dir);
   }
   stopping_.clear();
   // Deepest first; a directory something else put files in stays.
@@ -225,8 +235,7 @@ void Kubelet::Pass() {
     if (!running.network_key.empty()) {
       network_->RemovePod(running.network_key);
     }
-    std::error_code ignored;
-    std::filesystem::remove_all(running.dir, ignored);
+    RemoveAllButLogs(running.dir);
     it = stopping_.erase(it);
   }
 }
