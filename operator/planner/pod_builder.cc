@@ -61,7 +61,7 @@ json TrainerEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPo
   });
 }
 
-json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPorts& ports,
+json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
                 const std::string& master_addr) {
   const api::TrainingJobSpec& spec = job.spec;
   const api::PreflightSpec& pf = spec.communication.preflight;
@@ -73,6 +73,7 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPo
       EnvVar(env::kJobUid, job.metadata.uid),
       EnvVar(env::kSidecarRank, std::to_string(rank)),
       EnvVar(env::kReplicas, std::to_string(spec.replicas)),
+      EnvVar(env::kAttempt, std::to_string(attempt)),
       EnvVar(env::kGpusPerReplica, std::to_string(spec.gpus_per_replica)),
       EnvVar(env::kRendezvousAddr, master_addr),
       EnvVar(env::kRendezvousPort, std::to_string(ports.rendezvous)),
@@ -103,7 +104,7 @@ json HttpProbe(std::string_view path, std::int32_t port, std::int64_t period,
           {"failureThreshold", failure_threshold}};
 }
 
-json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, const api::JobPorts& ports,
+json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
                   const std::string& master_addr, const PlannerConfig& config) {
   const bool host_network = job.spec.host_network;
   // The startup probe must outlast rendezvous plus the sweep, with a margin for process start.
@@ -115,7 +116,7 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, const api::Job
       {"image", config.sidecar_image},
       // A native sidecar: starts before the trainers, stops after them, never holds the Pod open.
       {"restartPolicy", "Always"},
-      {"env", SidecarEnv(job, rank, ports, master_addr)},
+      {"env", SidecarEnv(job, rank, attempt, ports, master_addr)},
       {"ports", json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
                              PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},
       {"startupProbe", HttpProbe(contract::endpoint::kReadyz, ports.metrics,
@@ -203,7 +204,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   volumes.push_back({{"name", kRunVolume}, {"emptyDir", json::object()}});
   spec["volumes"] = std::move(volumes);
 
-  json init = json::array({BuildSidecar(job, rank, ports, master_addr, config)});
+  json init = json::array({BuildSidecar(job, rank, attempt, ports, master_addr, config)});
   for (const json& container : spec.value("initContainers", json::array())) {
     init.push_back(container);
   }

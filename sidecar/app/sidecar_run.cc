@@ -125,6 +125,7 @@ class SidecarRun {
     options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
     options.token = config_.token;
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.attempt = static_cast<std::uint32_t>(config_.attempt);
     options.on_refused = [this](std::string_view reason) { metrics_.CountRefusedConnection(reason); };
     server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
     Log("rendezvous store listening on port " + std::to_string(server_->port()));
@@ -139,6 +140,7 @@ class SidecarRun {
     options.token = config_.token;
     options.rank = static_cast<std::uint32_t>(config_.rank);
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.attempt = static_cast<std::uint32_t>(config_.attempt);
     options.deadline = deadline;
     auto connected = rendezvous::StoreClient::Connect(options);
     if (!connected) {

@@ -60,6 +60,8 @@ inline constexpr std::string_view kJobNamespace = "RINGLEADER_JOB_NAMESPACE";
 inline constexpr std::string_view kJobUid = "RINGLEADER_JOB_UID";
 inline constexpr std::string_view kSidecarRank = "RINGLEADER_RANK";
 inline constexpr std::string_view kReplicas = "RINGLEADER_REPLICAS";
+// The gang attempt the Pod was created for (status.restarts then); the rendezvous checks it.
+inline constexpr std::string_view kAttempt = "RINGLEADER_ATTEMPT";
 inline constexpr std::string_view kGpusPerReplica = "RINGLEADER_GPUS_PER_REPLICA";
 inline constexpr std::string_view kRendezvousAddr = "RINGLEADER_RENDEZVOUS_ADDR";
 inline constexpr std::string_view kRendezvousPort = "RINGLEADER_RENDEZVOUS_PORT";

@@ -78,6 +78,11 @@ inline constexpr std::size_t kDefaultMaxPayload = 3 * 4 + kMaxKeyBytes + 2 * kMa
 // tell a dead peer from a stuck one. Set on it is refused.
 inline constexpr std::string_view kConnectedRanksKey = "ringleader/connected-ranks";
 
+// A key the server answers itself: the gang attempt it serves (ServerOptions::attempt), as
+// decimal text. During a gang restart the old rank 0 may still be reachable under the job's DNS
+// name with the same token; a new rank reads this first and leaves a store of another attempt.
+inline constexpr std::string_view kAttemptKey = "ringleader/attempt";
+
 enum class MessageType : std::uint16_t {
   kHello = 1,
   kChallenge = 2,

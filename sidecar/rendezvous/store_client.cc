@@ -278,6 +278,28 @@ std::vector<std::uint32_t> ParseMissingRanks(std::string_view text) {
   return ranks;
 }
 
+namespace {
+
+// Why a freshly authenticated connection is to a store of another gang attempt, or nullopt when
+// it is the right one (or no attempt was asked for).
+std::optional<std::string> WrongAttempt(StoreClient& client, const ClientOptions& options) {
+  if (!options.attempt) {
+    return std::nullopt;
+  }
+  const Result<std::optional<std::string>> served = client.Get(kAttemptKey);
+  const std::string wanted = std::to_string(*options.attempt);
+  if (!served) {
+    return served.error();
+  }
+  if (served.value() == wanted) {
+    return std::nullopt;
+  }
+  return "it serves gang attempt " + served.value().value_or("(none)") + ", and this rank belongs to attempt " +
+         wanted;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& options) {
   using R = Result<std::unique_ptr<StoreClient>>;
   const std::string server_name =
@@ -290,23 +312,33 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
     const Clock::time_point attempt_deadline =
         std::min(options.deadline, Clock::now() + options.io_timeout);
     Result<int> dialed = Dial(options.host, options.port, attempt_deadline);
+    std::string error;
     if (dialed) {
       UniqueFd fd(dialed.value());
       FrameDecoder decoder(options.max_frame_payload);
       HandshakeOutcome outcome = Handshake(fd.get(), decoder, options, attempt_deadline);
       if (outcome.ok) {
-        return std::make_unique<StoreClient>(Passkey(), fd.release(), server_name, options);
-      }
-      if (outcome.final_refusal) {
+        auto client = std::make_unique<StoreClient>(Passkey(), fd.release(), server_name, options);
+        std::optional<std::string> wrong_attempt = WrongAttempt(*client, options);
+        if (!wrong_attempt) {
+          return client;
+        }
+        error = std::move(*wrong_attempt);  // the client closes; the next try may find the right rank 0
+      } else if (outcome.final_refusal) {
         return R::Failure(server_name + " " + outcome.error + " (rank " +
                           std::to_string(options.rank) + " of " +
                           std::to_string(options.world_size) + ")");
+      } else {
+        error = std::move(outcome.error);
       }
-      last_error = std::move(outcome.error);
     } else {
-      last_error = dialed.error();
+      error = dialed.error();
     }
     const Clock::time_point now = Clock::now();
+    // A try the overall deadline cut short says only that; the try before it says why.
+    if (last_error.empty() || now < options.deadline) {
+      last_error = std::move(error);
+    }
     if (now >= options.deadline) {
       break;
     }

@@ -23,6 +23,10 @@ struct ClientOptions {
   std::string token;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 1;
+  // The gang attempt this rank belongs to. When set, Connect leaves a store that serves another
+  // attempt (kAttemptKey) and retries, as it would a refused connection: during a gang restart
+  // the old rank 0 can still answer under the job's DNS name with the same token.
+  std::optional<std::uint32_t> attempt = std::nullopt;
   // Connect retries until here (refused, reset, unresolvable, handshake failed).
   std::chrono::steady_clock::time_point deadline;
   // Exponential backoff with full jitter between attempts.

@@ -75,11 +75,10 @@ std::string ErrorReply(std::string message) {
 }
 
 // Keys the server answers itself (protocol.h); clients cannot write them.
-bool IsServerKey(std::string_view key) { return key == kConnectedRanksKey; }
+bool IsServerKey(std::string_view key) { return key == kConnectedRanksKey || key == kAttemptKey; }
 
-std::string ServerKeyWriteReply(std::string_view op) {
-  return ErrorReply(std::string(op) + ": " + std::string(kConnectedRanksKey) +
-                    " is maintained by the server");
+std::string ServerKeyWriteReply(std::string_view op, std::string_view key) {
+  return ErrorReply(std::string(op) + ": " + std::string(key) + " is maintained by the server");
 }
 
 // What a pending Wait or Barrier is answered through. Resolve must not call back into the Store.
@@ -789,17 +788,18 @@ class StoreServer::Core::Connection final : public Waiter,
   // The reply to a request on a key the server maintains, or nullopt for any other request.
   std::optional<std::string> ServerKeyReply(const Message& message) const {
     if (const auto* get = std::get_if<rendezvous::Get>(&message); get && IsServerKey(get->key)) {
-      return EncodeMessage(Value{core_.ConnectedRanksText()});
+      return EncodeMessage(Value{get->key == kAttemptKey ? std::to_string(core_.options_.attempt)
+                                                         : core_.ConnectedRanksText()});
     }
     if (const auto* set = std::get_if<rendezvous::Set>(&message); set && IsServerKey(set->key)) {
-      return ServerKeyWriteReply("Set");
+      return ServerKeyWriteReply("Set", set->key);
     }
     if (const auto* add = std::get_if<rendezvous::Add>(&message); add && IsServerKey(add->key)) {
-      return ServerKeyWriteReply("Add");
+      return ServerKeyWriteReply("Add", add->key);
     }
     if (const auto* compare_set = std::get_if<rendezvous::CompareSet>(&message);
         compare_set && IsServerKey(compare_set->key)) {
-      return ServerKeyWriteReply("CompareSet");
+      return ServerKeyWriteReply("CompareSet", compare_set->key);
     }
     return std::nullopt;
   }

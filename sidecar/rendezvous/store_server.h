@@ -34,6 +34,8 @@ struct ServerOptions {
   std::uint16_t port = 0;    // 0: an ephemeral port, see StoreServer::port()
   std::string token;         // the job token; empty accepts nobody
   std::uint32_t world_size = 1;
+  // The gang attempt this store serves, answered on kAttemptKey (see protocol.h).
+  std::uint32_t attempt = 0;
   // From accept to Welcome; a client that has not finished the handshake by then is closed.
   std::chrono::milliseconds handshake_timeout{10'000};
   std::size_t max_frame_payload = kDefaultMaxPayload;
@@ -69,6 +71,7 @@ struct ServerStats {
 //     not entered, ascending. A rank that timed out or disconnected still counts as entered.
 //   kConnectedRanksKey (protocol.h): Get answers the ranks with an authenticated connection open,
 //     "0,1,3"; Wait treats it as present; Set, Add and CompareSet on it are an Error.
+//   kAttemptKey: Get answers options.attempt in decimal; otherwise as kConnectedRanksKey.
 // Each connection's requests are answered in order; requests behind a pending Wait or Barrier
 // wait for it. A client that shuts down its sending side is answered what it sent, then closed;
 // if that includes a Wait or Barrier still pending, it is closed at once instead.

@@ -47,6 +47,7 @@ struct SidecarConfig {
   std::string job_uid;
   int rank = 0;      // required; below replicas
   int replicas = 0;  // required; the sidecars' world size
+  int attempt = 0;   // the gang attempt (a restart makes a new one); rank 0's store must serve it
   int gpus_per_replica = 0;
   std::string rendezvous_addr;  // required; rank 0's address
   int rendezvous_port = 0;      // required

@@ -135,6 +135,7 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
   // Default preflight timeout 300 s + 30 s margin, probed every 2 s.
   EXPECT_EQ(sidecar["startupProbe"]["failureThreshold"], 165);
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RANK"), "2");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_ATTEMPT"), "0");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), "61001");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_BACKEND"), "gloo");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_PREFLIGHT_MAX_BYTES"), "67108864");
@@ -242,6 +243,8 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   ASSERT_EQ(cluster.pods().size(), 4u);
   for (const auto& [name, pod] : cluster.pods()) {
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
+    // The sidecar holds out for the new attempt's rank 0 (rendezvous/store_client.h).
+    EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_ATTEMPT"), "1") << name;
     EXPECT_EQ(EnvValue(Trainer(pod), "MASTER_PORT"), "61000");
   }
   cluster.SetAllPhases("Running");

@@ -87,6 +87,57 @@ TEST(StoreClientTest, WrongTokenFailsAtOnceWithoutRetrying) {
   EXPECT_EQ(server.RefusedByReasonForTest().at("authentication_failed"), 1U);
 }
 
+// A gang restart: the old attempt's rank 0 still answers on the port with the same token. A rank
+// of the new attempt leaves it and keeps trying until the new rank 0 serves there.
+TEST(StoreClientTest, AStoreOfAnotherGangAttemptIsLeftUntilTheRightOneServes) {
+  const std::uint16_t port = FreePort();
+  ServerOptions old_options = Options(2, port);
+  old_options.attempt = 0;
+  auto old_store = std::make_unique<StoreServer>(old_options);
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::string> failures;
+  ClientOptions options = ClientFor(port, 1, 2);
+  options.attempt = 1;
+  options.initial_backoff = milliseconds(10);
+  options.max_backoff = milliseconds(100);
+  options.on_attempt_failed = [&](std::string_view error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.emplace_back(error);
+    changed.notify_all();
+  };
+  std::optional<Result<std::unique_ptr<StoreClient>>> connected;
+  std::thread client([&] { connected = StoreClient::Connect(options); });
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    ASSERT_TRUE(changed.wait_for(lock, seconds(5), [&] { return failures.size() >= 2; }));
+    EXPECT_EQ(failures[0], "it serves gang attempt 0, and this rank belongs to attempt 1");
+  }
+  old_store.reset();
+  ServerOptions new_options = Options(2, port);
+  new_options.attempt = 1;
+  StoreServer new_store(new_options);
+  client.join();
+  ASSERT_TRUE(connected->ok()) << connected->error();
+  EXPECT_EQ(connected->value()->Get(std::string(kAttemptKey)).value(), "1");
+  EXPECT_EQ(new_store.Stats().authenticated, 1U);
+}
+
+TEST(StoreClientTest, OnlyAStoreOfAnotherAttemptFailsAtTheDeadlineNamingBothAttempts) {
+  ServerOptions server_options = Options(2);
+  server_options.attempt = 3;
+  StoreServer server(server_options);
+  ClientOptions options = ClientFor(server.port(), 1, 2);
+  options.attempt = 4;
+  options.deadline = Clock::now() + milliseconds(300);
+  options.initial_backoff = milliseconds(10);
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(options);
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.error(), "rendezvous server 127.0.0.1:" + std::to_string(server.port()) +
+                                " (rank 0) unreachable for 0 s: it serves gang attempt 3, and this rank "
+                                "belongs to attempt 4");
+}
+
 TEST(StoreClientTest, UnreachableServerErrorNamesItAndTheCause) {
   const std::uint16_t port = FreePort();
   ClientOptions options = ClientFor(port, 3, 4);

@@ -580,6 +580,23 @@ TEST(StoreServerTest, ConnectedRanksKeyIsAnsweredByTheServerAndCannotBeWritten) 
   EXPECT_TRUE(Eventually([&] { return r0->Get(key).value() == "0"; }));
 }
 
+TEST(StoreServerTest, AttemptKeyAnswersTheServedGangAttemptAndCannotBeWritten) {
+  ServerOptions options = Options(2);
+  options.attempt = 7;
+  StoreServer server(options);
+  auto r1 = MustConnect(server, 1, 2);
+  ASSERT_NE(r1, nullptr);
+  const std::string key(kAttemptKey);
+  EXPECT_EQ(r1->Get(key).value(), "7");
+  Result<Ok> set = r1->Set(key, "8");
+  ASSERT_FALSE(set.ok());
+  EXPECT_THAT(set.error(), HasSubstr("ringleader/attempt is maintained by the server"));
+  EXPECT_FALSE(r1->Add(key, 1).ok());
+  EXPECT_FALSE(r1->CompareSet(key, "", "x").ok());
+  EXPECT_FALSE(r1->Wait({key}, milliseconds(0)).value().timed_out);
+  EXPECT_EQ(r1->Get(key).value(), "7");
+}
+
 // Guards the fuzzer's contract: a client that sends and then shuts down its side is answered
 // what it sent, and then closed.
 TEST(StoreServerTest, HalfClosedClientIsAnsweredThenClosed) {

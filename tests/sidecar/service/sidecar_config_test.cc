@@ -51,6 +51,7 @@ Env OperatorEnv() {
       {"RINGLEADER_JOB_UID", "6f1c-42"},
       {"RINGLEADER_RANK", "1"},
       {"RINGLEADER_REPLICAS", "4"},
+      {"RINGLEADER_ATTEMPT", "2"},
       {"RINGLEADER_GPUS_PER_REPLICA", "8"},
       {"RINGLEADER_RENDEZVOUS_ADDR", "llama-0.llama.team-a.svc"},
       {"RINGLEADER_RENDEZVOUS_PORT", "61001"},
@@ -105,6 +106,7 @@ TEST(SidecarConfigTest, ReadsWhatTheOperatorInjects) {
   EXPECT_EQ(config.rank, 1);
   EXPECT_EQ(config.replicas, 4);
   EXPECT_EQ(config.world_size(), 4);
+  EXPECT_EQ(config.attempt, 2);
   EXPECT_EQ(config.gpus_per_replica, 8);
   EXPECT_EQ(config.rendezvous_addr, "llama-0.llama.team-a.svc");
   EXPECT_EQ(config.rendezvous_port, 61001);
@@ -171,6 +173,7 @@ TEST(SidecarConfigTest, OnlyTheRequiredVariablesGiveTheDefaults) {
   const SidecarConfig config = Parse(env, {"--token-file", OperatorEnv()["RINGLEADER_TOKEN_FILE"]});
   EXPECT_EQ(config.backend, Backend::kAuto);
   EXPECT_EQ(config.gpus_per_replica, 0);
+  EXPECT_EQ(config.attempt, 0);
   EXPECT_EQ(config.job_uid, "");
   EXPECT_EQ(config.run_dir, "/var/run/ringleader/run");
   EXPECT_EQ(config.contract_file, "/var/run/ringleader/run/contract.json");
@@ -289,6 +292,7 @@ TEST(SidecarConfigTest, EveryBadValueIsNamedWithItsVariableOrFlag) {
       {"RINGLEADER_RANK", "--rank", "-1", "-1 is not between 0 and 16383"},
       {"RINGLEADER_RANK", "--rank", "1.0", "\"1.0\" is not an integer"},
       {"RINGLEADER_REPLICAS", "--replicas", "0", "0 is not between 1 and 16384"},
+      {"RINGLEADER_ATTEMPT", "--attempt", "-1", "-1 is not between 0 and 2147483647"},
       {"RINGLEADER_REPLICAS", "--replicas", "99999999999999999999",
        "\"99999999999999999999\" is not an integer"},
       {"RINGLEADER_GPUS_PER_REPLICA", "--gpus-per-replica", "65", "65 is not between 0 and 64"},
