@@ -17,7 +17,8 @@ constexpr std::string_view kHelp =
     "  ringleader-operator render -f FILE     print the status, Service, Secret and Pods the\n"
     "                                         operator would create for them\n"
     "Options: --port-range FIRST-LAST (default 61000-65535), --sidecar-image IMAGE,\n"
-    "         --cluster-domain DOMAIN (default cluster.local)\n";
+    "         --cluster-domain DOMAIN (default cluster.local),\n"
+    "         --default-host-network true|false (for jobs that leave hostNetwork unset; default false)\n";
 
 }  // namespace
 

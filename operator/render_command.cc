@@ -22,11 +22,13 @@ struct Options {
   std::string port_range = "61000-65535";
   std::string sidecar_image = planner::PlannerConfig{}.sidecar_image;
   std::string cluster_domain = planner::PlannerConfig{}.cluster_domain;
+  bool default_host_network = false;
 };
 
 constexpr std::string_view kUsage =
     "usage: ringleader-operator render|validate -f FILE [--port-range FIRST-LAST]\n"
-    "                                   [--sidecar-image IMAGE] [--cluster-domain DOMAIN]\n";
+    "                                   [--sidecar-image IMAGE] [--cluster-domain DOMAIN]\n"
+    "                                   [--default-host-network true|false]\n";
 
 bool ParseOptions(const std::vector<std::string>& args, Options* options, std::ostream& err) {
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -51,6 +53,13 @@ bool ParseOptions(const std::vector<std::string>& args, Options* options, std::o
     } else if (arg == "--cluster-domain") {
       if ((v = value()) == nullptr) return false;
       options->cluster_domain = *v;
+    } else if (arg == "--default-host-network") {
+      if ((v = value()) == nullptr) return false;
+      if (*v != "true" && *v != "false") {
+        err << "ringleader-operator: --default-host-network must be true or false, got \"" << *v << "\"\n";
+        return false;
+      }
+      options->default_host_network = *v == "true";
     } else {
       err << "ringleader-operator: unknown argument " << arg << "\n" << kUsage;
       return false;
@@ -126,6 +135,7 @@ bool Configure(const Options& options, planner::PlannerConfig* config, std::ostr
   }
   config->sidecar_image = options.sidecar_image;
   config->cluster_domain = options.cluster_domain;
+  config->default_host_network = options.default_host_network;
   config->validation.port_range_first = range->first;
   config->validation.port_range_last = range->last;
   return true;

@@ -61,6 +61,16 @@ class Reader {
       }
     }
   }
+  void OptionalBool(std::string_view key, std::optional<bool>* out) const {
+    if (Find(key) != nullptr) {
+      bool value = false;
+      const std::size_t before = errors_->size();
+      Bool(key, &value);
+      if (errors_->size() == before) {
+        *out = value;
+      }
+    }
+  }
   void Bool(std::string_view key, bool* out) const {
     if (const json* value = Find(key)) {
       if (value->is_boolean()) {
@@ -176,7 +186,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
       spec.Fail("template", "must be a PodTemplateSpec object, got " + Describe(*tmpl));
     }
   }
-  spec.Object("networking").Bool("hostNetwork", &out.host_network);
+  spec.Object("networking").OptionalBool("hostNetwork", &out.host_network);
 
   const Reader comm = spec.Object("communication");
   out.communication.backend = ParseBackend(comm);
@@ -463,7 +473,7 @@ json TrainingJob::ToJson() const {
   spec_json["gpusPerReplica"] = spec.gpus_per_replica;
   SetOptional(spec_json, "processesPerReplica", spec.processes_per_replica);
   spec_json["template"] = spec.template_.is_null() ? json::object() : spec.template_;
-  ObjectAt(spec_json, "networking")["hostNetwork"] = spec.host_network;
+  SetOptional(ObjectAt(spec_json, "networking"), "hostNetwork", spec.host_network);
 
   json& comm = ObjectAt(spec_json, "communication");
   comm["backend"] = BackendName(spec.communication.backend);

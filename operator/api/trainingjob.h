@@ -61,7 +61,8 @@ struct TrainingJobSpec {
   // Unset means max(1, gpusPerReplica): one process per GPU.
   std::optional<std::int64_t> processes_per_replica;
   nlohmann::json template_;  // a PodTemplateSpec, kept as JSON
-  bool host_network = false;
+  // spec.networking.hostNetwork; unset takes the operator's default (--default-host-network).
+  std::optional<bool> host_network;
   CommunicationSpec communication;
   RunPolicy run_policy;
 

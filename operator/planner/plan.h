@@ -22,6 +22,8 @@ struct PlannerConfig {
   std::string sidecar_image = "ringleader/sidecar:0.1.0";
   std::string cluster_domain = "cluster.local";
   api::ValidationOptions validation;
+  // hostNetwork for jobs whose spec.networking.hostNetwork is unset (--default-host-network).
+  bool default_host_network = false;
   // How long to wait before trying again when every port block is taken.
   std::chrono::seconds exhausted_retry{30};
 };

@@ -106,7 +106,7 @@ json HttpProbe(std::string_view path, std::int32_t port, std::int64_t period,
 
 json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
                   const std::string& master_addr, const PlannerConfig& config) {
-  const bool host_network = job.spec.host_network;
+  const bool host_network = HostNetwork(job, config);
   // The startup probe must outlast rendezvous plus the sweep, with a margin for process start.
   const std::int64_t startup_budget = job.spec.communication.preflight.timeout_seconds + 30;
   const std::int64_t startup_failures =
@@ -140,8 +140,8 @@ bool AsksForGpus(const json& container) {
   return limits.is_object() && limits.contains(kGpuResource);
 }
 
-void AddTrainerParts(json& container, const json& trainer_env, bool first,
-                     const api::TrainingJob& job, const api::JobPorts& ports) {
+void AddTrainerParts(json& container, const json& trainer_env, bool first, const api::TrainingJob& job,
+                     const api::JobPorts& ports, bool host_network) {
   // Ours first, so the user's own env values may refer to them as $(MASTER_ADDR).
   json env_list = trainer_env;
   if (container.contains("env") && container["env"].is_array()) {
@@ -157,8 +157,8 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first,
     return;
   }
   json container_ports = container.value("ports", json::array());
-  container_ports.push_back(PortEntry(contract::PortRole::kMaster, ports.master, job.spec.host_network));
-  container_ports.push_back(PortEntry(contract::PortRole::kSpare, ports.spare, job.spec.host_network));
+  container_ports.push_back(PortEntry(contract::PortRole::kMaster, ports.master, host_network));
+  container_ports.push_back(PortEntry(contract::PortRole::kSpare, ports.spare, host_network));
   container["ports"] = std::move(container_ports);
   if (job.spec.gpus_per_replica > 0 && !AsksForGpus(container)) {
     container["resources"]["limits"][kGpuResource] = job.spec.gpus_per_replica;
@@ -166,6 +166,10 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first,
 }
 
 }  // namespace
+
+bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config) {
+  return job.spec.host_network.value_or(config.default_host_network);
+}
 
 std::string PodName(const api::TrainingJob& job, std::int64_t rank) {
   return job.metadata.name + "-" + std::to_string(rank);
@@ -194,7 +198,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   spec["hostname"] = name;
   spec["subdomain"] = job.metadata.name;
   spec["restartPolicy"] = "Never";
-  if (job.spec.host_network) {
+  if (HostNetwork(job, config)) {
     spec["hostNetwork"] = true;
     spec["dnsPolicy"] = "ClusterFirstWithHostNet";
   }
@@ -213,7 +217,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   const json trainer_env = TrainerEnv(job, rank, ports, master_addr);
   json& containers = spec["containers"];
   for (std::size_t i = 0; i < containers.size(); ++i) {
-    AddTrainerParts(containers[i], trainer_env, i == 0, job, ports);
+    AddTrainerParts(containers[i], trainer_env, i == 0, job, ports, HostNetwork(job, config));
   }
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};

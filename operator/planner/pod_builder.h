@@ -14,6 +14,10 @@ namespace ringleader::planner {
 
 std::string PodName(const api::TrainingJob& job, std::int64_t rank);
 
+// Whether the job's Pods use the node's network: spec.networking.hostNetwork, or the operator's
+// default when the job leaves it unset.
+bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config);
+
 nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
                         const api::JobPorts& ports, const PlannerConfig& config);
 

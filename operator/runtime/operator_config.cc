@@ -160,6 +160,12 @@ const std::vector<Setting>& Settings() {
          c.cluster_domain = NonEmpty(text, "a DNS domain", where);
        },
        [](const OperatorConfig& c) { return c.cluster_domain; }},
+      {"default-host-network", "defaultHostNetwork", "true|false",
+       "hostNetwork for jobs that leave spec.networking.hostNetwork unset", Kind::kBool,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.default_host_network = Bool(text, where);
+       },
+       [](const OperatorConfig& c) { return std::string(c.default_host_network ? "true" : "false"); }},
       {"leader-elect", "leaderElect", "true|false",
        "elect a leader through a Lease so only one replica reconciles", Kind::kBool,
        [](const std::string& text, const std::string& where, OperatorConfig& c) {

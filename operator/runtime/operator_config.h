@@ -26,6 +26,7 @@ struct OperatorConfig {
   ports::PortRange port_range{61000, 65535};
   std::string sidecar_image = "ringleader/sidecar:0.1.0";
   std::string cluster_domain = "cluster.local";
+  bool default_host_network = false;  // for jobs that leave spec.networking.hostNetwork unset
   bool leader_election = true;
   std::string leader_election_namespace = "default";
   std::string leader_election_id = "ringleader-operator";  // the Lease's name

@@ -45,6 +45,8 @@ cases=(
   "watch-namespaces|operator.watchNamespaces={team-a,team-b},monitoring.podMonitor.enabled=true|--watch team-a,team-b --kinds $base_kinds,Role,RoleBinding,Role,RoleBinding,$election_kinds,ConfigMap,PodMonitor"
   "no-leader-election|leaderElection.enabled=false,replicaCount=1,operator.logFormat=text,monitoring.dashboard.enabled=false|--leader-election off --kinds $base_kinds,ClusterRole,ClusterRoleBinding"
   "everything-off|monitoring.dashboard.enabled=false,operator.portRange=40000-40999,operator.workers=8|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
+  "host-network-jobs|jobDefaults.hostNetwork=true,monitoring.podMonitor.enabled=true|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,PodMonitor"
+  "host-network-jobs-monitoring-off|jobDefaults.hostNetwork=true,monitoring.dashboard.enabled=false|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
 )
 for entry in "${cases[@]}"; do
   IFS='|' read -r name values options <<<"$entry"
@@ -75,7 +77,7 @@ done
   fail "helm template --include-crds has no CustomResourceDefinition"
 
 # values.schema.json rejects bad values.
-for bad in operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
+for bad in jobDefaults.hostNetwork=maybe operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
   operator.watchNamespaces={Team_A} image.pullPolicy=Sometimes operator.bogus=1; do
   if "$helm" lint --strict "$chart" --set "$bad" >/dev/null 2>&1; then
     fail "values.schema.json accepts $bad"

@@ -2,6 +2,7 @@
 """Checks one `helm template` rendering of charts/ringleader, given as yaml2json's JSON.
 
 Usage: check_rendered.py RENDERED.json --namespace NS [--watch a,b] [--leader-election on|off]
+         [--default-host-network true|false]
          --kinds Kind,Kind,... --operator BIN [--dashboard FILE] [--rules RULES.json --floor F]
 Checks the security context, that RBAC grants exactly what the operator's code uses (and no
 more), that every Deployment argument is a flag `ringleader-operator run` accepts, and that the
@@ -126,6 +127,7 @@ def main():
     p.add_argument("--namespace", required=True)
     p.add_argument("--watch", default="")
     p.add_argument("--leader-election", default="on", choices=["on", "off"])
+    p.add_argument("--default-host-network", default="false", choices=["true", "false"])
     p.add_argument("--kinds", required=True)
     p.add_argument("--operator", required=True)
     p.add_argument("--dashboard")
@@ -154,6 +156,8 @@ def main():
         check(values.get("leader-election-namespace") == a.namespace, "the Lease must live in the release namespace")
     else:
         check(values.get("leader-elect") == "false", "--leader-elect must be false")
+    check(values.get("default-host-network") == a.default_host_network,
+          "--default-host-network=%r, want %r" % (values.get("default-host-network"), a.default_host_network))
 
     # The rendered arguments must get past the operator's own parser: with an unreadable
     # kubeconfig it fails loading it (exit 1), never on a flag (exit 2).

@@ -3,6 +3,7 @@
 // ServiceAccount (a token from `kubectl create token`, devcluster enforcing RBAC), jobs drive every
 // path on which the operator calls the API, and devcluster's audit log then shows that every call
 // was allowed and that every permission the chart grants was used: nothing broader is granted.
+// The chart's job default (jobDefaults.hostNetwork) is seen on the running jobs' Pods.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +106,7 @@ struct RbacShape {
   std::string name;
   std::string values;         // extra --set values ("" for the defaults)
   bool cluster_wide = false;  // the job rules are a ClusterRole (else Roles, nothing cluster-wide)
+  bool host_network = false;  // jobDefaults.hostNetwork, which the jobs here leave to the default
 };
 
 void PrintTo(const RbacShape& shape, std::ostream* out) { *out << shape.name; }
@@ -272,6 +274,10 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
     return job.value("status", json::object()).value("state", "") == "Running";
   };
   ASSERT_FALSE(bed_->WaitForJob(suspended.name, running, seconds(120)).is_null());
+  // The chart's job default reached the operator: the running job's Pods follow it.
+  const json pod = bed_->Get("pod", suspended.name + "-0");
+  ASSERT_TRUE(pod.is_object());
+  EXPECT_EQ(pod["spec"].value("hostNetwork", false), GetParam().host_network);
   MustKubectl(
       {"patch", "trainingjob", suspended.name, "--type", "merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"});
   EXPECT_FALSE(bed_->WaitForJob(
@@ -348,8 +354,10 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
 }
 
 INSTANTIATE_TEST_SUITE_P(RbacShapes, ChartInstallTest,
-                         ::testing::Values(RbacShape{"ClusterRole", "", true},
-                                           RbacShape{"RolePerNamespace", "operator.watchNamespaces={default}", false}),
+                         ::testing::Values(RbacShape{"ClusterRole", "", true, false},
+                                           RbacShape{"RolePerNamespace",
+                                                     "operator.watchNamespaces={default},jobDefaults.hostNetwork=true",
+                                                     false, true}),
                          [](const ::testing::TestParamInfo<RbacShape>& shape) { return shape.param.name; });
 
 }  // namespace

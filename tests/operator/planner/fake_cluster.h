@@ -36,6 +36,7 @@ class FakeCluster {
   const std::vector<RecordEvent>& events() const { return events_; }
   bool job_deleted() const { return job_deleted_; }
   ports::PortLedger& ledger() { return ledger_; }
+  PlannerConfig& config() { return config_; }
   void set_summary(api::CommunicationStatus summary) { summary_ = std::move(summary); }
 
   // Kubelet-like drivers.

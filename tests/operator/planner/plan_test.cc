@@ -429,6 +429,26 @@ TEST(PlanTest, HostNetworkDeclaresEveryJobPortAsContainerAndHostPort) {
                             {"rl-master", 61000}, {"rl-rendezvous", 61001}, {"rl-metrics", 61002}, {"rl-spare", 61003}}));
 }
 
+TEST(PlanTest, AJobThatLeavesHostNetworkUnsetTakesTheOperatorsDefault) {
+  FakeCluster defaulted(MinimalJob("rdma", 2));
+  defaulted.config().default_host_network = true;
+  defaulted.ReconcileUntilStable(At(0));
+  const json& pod = defaulted.pods().at("rdma-0");
+  EXPECT_EQ(pod["spec"]["hostNetwork"], true);
+  EXPECT_EQ(pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
+  EXPECT_EQ(Trainer(pod)["ports"][0]["hostPort"], 61000);
+  EXPECT_EQ(Sidecar(pod)["ports"][0]["hostPort"], 61001);
+
+  // A job that says false keeps Pod networking whatever the default.
+  json explicit_job = MinimalJob("lan", 2);
+  explicit_job["spec"]["networking"] = {{"hostNetwork", false}};
+  FakeCluster kept(explicit_job);
+  kept.config().default_host_network = true;
+  kept.ReconcileUntilStable(At(0));
+  EXPECT_FALSE(kept.pods().at("lan-0")["spec"].contains("hostNetwork"));
+  EXPECT_FALSE(Sidecar(kept.pods().at("lan-0"))["ports"][0].contains("hostPort"));
+}
+
 TEST(PlanTest, GpuJobsGetGpuLimitsAndOneProcessPerGpu) {
   json spec_job = MinimalJob("llm", 2);
   spec_job["spec"]["gpusPerReplica"] = 8;
