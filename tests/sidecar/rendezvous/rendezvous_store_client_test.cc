@@ -44,26 +44,42 @@ ClientOptions ClientFor(std::uint16_t port, std::uint32_t rank, std::uint32_t wo
 // A loopback port that nothing listens on.
 std::uint16_t FreePort() { return static_cast<std::uint16_t>(ringleader::testing::FreePort()); }
 
+// The reasons Connect gives for its failed tries, as they come (Connect runs on another thread).
+class FailedTries {
+ public:
+  // Makes `options` report its failed tries here.
+  void Watch(ClientOptions& options) {
+    options.on_attempt_failed = [this](std::string_view error) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      failures_.emplace_back(error);
+      changed_.notify_all();
+    };
+  }
+  // The first failure once at least `count` have come, or nullopt after five seconds.
+  std::optional<std::string> FirstOnceThereAre(std::size_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!changed_.wait_for(lock, seconds(5), [&] { return failures_.size() >= count; })) {
+      return std::nullopt;
+    }
+    return failures_.front();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<std::string> failures_;
+};
+
 TEST(StoreClientTest, BacksOffAndConnectsWhenTheServerStartsLate) {
   const std::uint16_t port = FreePort();
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<std::string> failures;
+  FailedTries tries;
   ClientOptions options = ClientFor(port, 0, 1);
   options.initial_backoff = milliseconds(10);
   options.max_backoff = milliseconds(100);
-  options.on_attempt_failed = [&](std::string_view error) {
-    std::lock_guard<std::mutex> lock(mutex);
-    failures.emplace_back(error);
-    changed.notify_all();
-  };
+  tries.Watch(options);
   std::optional<Result<std::unique_ptr<StoreClient>>> connected;
   std::thread client([&] { connected = StoreClient::Connect(options); });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(changed.wait_for(lock, seconds(5), [&] { return failures.size() >= 2; }));
-    EXPECT_EQ(failures[0], "connection refused");
-  }
+  EXPECT_EQ(tries.FirstOnceThereAre(2), "connection refused");
   StoreServer server(Options(1, port));
   client.join();
   ASSERT_TRUE(connected->ok()) << connected->error();
@@ -94,25 +110,15 @@ TEST(StoreClientTest, AStoreOfAnotherGangAttemptIsLeftUntilTheRightOneServes) {
   ServerOptions old_options = Options(2, port);
   old_options.attempt = 0;
   auto old_store = std::make_unique<StoreServer>(old_options);
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::vector<std::string> failures;
+  FailedTries tries;
   ClientOptions options = ClientFor(port, 1, 2);
   options.attempt = 1;
   options.initial_backoff = milliseconds(10);
   options.max_backoff = milliseconds(100);
-  options.on_attempt_failed = [&](std::string_view error) {
-    std::lock_guard<std::mutex> lock(mutex);
-    failures.emplace_back(error);
-    changed.notify_all();
-  };
+  tries.Watch(options);
   std::optional<Result<std::unique_ptr<StoreClient>>> connected;
   std::thread client([&] { connected = StoreClient::Connect(options); });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    ASSERT_TRUE(changed.wait_for(lock, seconds(5), [&] { return failures.size() >= 2; }));
-    EXPECT_EQ(failures[0], "it serves gang attempt 0, and this rank belongs to attempt 1");
-  }
+  EXPECT_EQ(tries.FirstOnceThereAre(2), "it serves gang attempt 0, and this rank belongs to attempt 1");
   old_store.reset();
   ServerOptions new_options = Options(2, port);
   new_options.attempt = 1;
