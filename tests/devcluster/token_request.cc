@@ -20,8 +20,8 @@ std::optional<Response> ServeTokenRequest(const Request& request, const Api& api
   }
   const std::string& ns = seg[3];
   const std::string& name = seg[5];
-  api.Get(*catalog.Find("", "v1", "serviceaccounts"), ns,
-          name);  // 404 when it does not exist
+  // 404 when the ServiceAccount does not exist.
+  api.Get(*catalog.Find("", "v1", "serviceaccounts"), ns, name);
   nlohmann::json body = nlohmann::json::object();
   // kubectl sends its TokenRequest as protobuf, which devcluster does not
   // decode: such a request gets the defaults (an hour, the cluster's audience).
