@@ -33,16 +33,17 @@ std::optional<Response> ServeTokenRequest(const Request& request, const Api& api
       throw BadRequest(std::string("json: cannot unmarshal the TokenRequest: ") + e.what());
     }
   }
+  // The spec's fields, read once; anything but an object counts as an empty spec.
+  const nlohmann::json spec = body.is_object() && body.value("spec", nlohmann::json()).is_object()
+                                  ? body["spec"]
+                                  : nlohmann::json::object();
   long long seconds = 3600;
-  const nlohmann::json* requested =
-      body.contains("spec") && body["spec"].is_object() && body["spec"].contains("expirationSeconds")
-          ? &body["spec"]["expirationSeconds"]
-          : nullptr;
-  if (requested != nullptr && !requested->is_null()) {
-    if (!requested->is_number_integer()) {
+  if (const nlohmann::json requested = spec.value("expirationSeconds", nlohmann::json());
+      !requested.is_null()) {
+    if (!requested.is_number_integer()) {
       throw BadRequest("spec.expirationSeconds must be an integer");
     }
-    seconds = requested->get<long long>();
+    seconds = requested.get<long long>();
     if (seconds < 600) {
       throw BadRequest("spec.expirationSeconds: Invalid value: " + std::to_string(seconds) +
                        ": may not specify a duration less than 10 minutes");
@@ -51,10 +52,9 @@ std::optional<Response> ServeTokenRequest(const Request& request, const Api& api
   const auto lifetime = std::chrono::seconds(seconds);
   const std::string token = authenticator.Issue(ns, name, lifetime);
   const auto expiry = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now() + lifetime);
-  nlohmann::json audiences = nlohmann::json::array({"https://kubernetes.default.svc.cluster.local"});
-  if (body.contains("spec") && body["spec"].is_object() &&
-      body["spec"].value("audiences", nlohmann::json()).is_array() && !body["spec"]["audiences"].empty()) {
-    audiences = body["spec"]["audiences"];
+  nlohmann::json audiences = spec.value("audiences", nlohmann::json());
+  if (!audiences.is_array() || audiences.empty()) {
+    audiences = nlohmann::json::array({"https://kubernetes.default.svc.cluster.local"});
   }
   const nlohmann::json answer = {
       {"kind", "TokenRequest"},

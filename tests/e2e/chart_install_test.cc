@@ -179,8 +179,9 @@ class ChartInstallTest : public ::testing::TestWithParam<RbacShape> {
 
 TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePermissionsGranted) {
   // 1. Render with monitoring on (every template), the operator's own ports free on this machine.
-  const int metrics_port = FreePort();
-  const int health_port = FreePort();
+  const std::vector<int> ports = FreePorts(2);
+  const int metrics_port = ports[0];
+  const int health_port = ports[1];
   std::vector<std::string> helm_args = {"template",
                                         kRelease,
                                         "charts/ringleader",

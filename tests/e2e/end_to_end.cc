@@ -109,10 +109,12 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, O
   if (start == Operator::kLater) {
     return;
   }
-  operator_metrics_port_ = FreePort();
+  const std::vector<int> ports = FreePorts(2);
+  operator_metrics_port_ = ports[0];
   StartOperator({"run", "--kubeconfig", cluster_->kubeconfig_path(), "--metrics-bind-address",
-                 "127.0.0.1:" + std::to_string(operator_metrics_port_), "--health-probe-bind-address",
-                 "127.0.0.1:" + std::to_string(FreePort()), "--port-range", "61000-61999"});
+                 "127.0.0.1:" + std::to_string(operator_metrics_port_),
+                 "--health-probe-bind-address", "127.0.0.1:" + std::to_string(ports[1]),
+                 "--port-range", "61000-61999"});
 }
 
 void EndToEnd::StartOperator(const std::vector<std::string>& args) {

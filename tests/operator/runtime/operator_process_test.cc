@@ -2,13 +2,10 @@
 // and again during a rollout it still converges with no duplicate Pod, no port collision and no
 // job's ports ever changing; with two replicas under leader election only the leader writes,
 // and when it is killed the standby takes over.
-#include <gtest/gtest.h>
-
 #include <cpprest/http_client.h>
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,32 +26,16 @@
 #include "operator/kube/config.h"
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/support/test_environment.h"
 
 namespace ringleader::runtime {
 namespace {
 
 using nlohmann::json;
+using ringleader::testing::FreePorts;
+using ringleader::testing::MakeTempDir;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::filesystem::path MakeTempDir() {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("ringleader-op-it-" + std::to_string(rd()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // One ringleader-operator process; its output goes to `log`.
 class OperatorProcess {
@@ -113,7 +94,7 @@ bool PodsCreated(const json& job) {
 class OperatorProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = MakeTempDir();
+    dir_ = MakeTempDir("ringleader-op-it");
     cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string(),
                                                                  .watch_history = 200000});
     kube::ClientOptions options;
@@ -285,8 +266,9 @@ double Writes(int port) {
 }
 
 TEST_F(OperatorProcessTest, OnlyTheLeaderWritesAndTheStandbyTakesOverWhenItIsKilled) {
-  const int port_a = FreePort();
-  const int port_b = FreePort();
+  const std::vector<int> ports = FreePorts(2);
+  const int port_a = ports[0];
+  const int port_b = ports[1];
   const auto election = std::vector<std::string>{"--leader-elect", "true", "--lease-duration", "3",
                                                  "--renew-deadline", "2", "--retry-period", "1",
                                                  "--health-probe-bind-address", "0"};

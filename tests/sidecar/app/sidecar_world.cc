@@ -18,9 +18,11 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
 
 SidecarWorld::SidecarWorld(const SidecarWorldOptions& options)
     : options_(options), dir_(MakeTempDir("ringleader-sidecar-world")) {
-  rendezvous_port_ = FreePort();
+  // One rendezvous port and a metrics port per rank, all different.
+  metrics_ports_ = FreePorts(options.world_size + 1);
+  rendezvous_port_ = metrics_ports_.back();
+  metrics_ports_.pop_back();
   for (int rank = 0; rank < options.world_size; ++rank) {
-    metrics_ports_.push_back(FreePort());
     std::filesystem::create_directories(dir_ / ("rank-" + std::to_string(rank)));
   }
   WriteFile(dir_ / "token", "job-token-for-tests\n");
