@@ -100,6 +100,16 @@ class Trainer {
   explicit Trainer(TrainerConfig config) : config_(std::move(config)) {}
 
   int Run() {
+    try {
+      return Train();
+    } catch (...) {
+      LetPeersHearTheOutcome();
+      throw;
+    }
+  }
+
+ private:
+  int Train() {
     Bootstrap();
     const std::vector<Sample> shard =
         LoadShard(config_.seed, ShardOf(config_.samples, config_.rank, config_.world_size));
@@ -140,7 +150,6 @@ class Trainer {
     return 0;
   }
 
- private:
   // Rank 0 serves the store on MASTER_PORT; every rank (rank 0 too) connects, joins, and builds
   // the Gloo mesh through the store. The store stays up until rank 0 exits, which is after the
   // last collective, so no rank still needs it by then.
@@ -194,6 +203,19 @@ class Trainer {
     std::fprintf(stderr, "ringleader-example-trainer: %s: connected on %s to MASTER_ADDR %s:%u\n",
                  RankName(config_).c_str(), own_address.c_str(), config_.master_addr.c_str(),
                  static_cast<unsigned>(config_.master_port));
+  }
+
+  // Rank 0's failure takes the store with it, and survivors a moment behind would then blame
+  // rank 0 instead of the rank that died. So its store outlives the failure until every peer has
+  // left it, for at most a few seconds.
+  void LetPeersHearTheOutcome() {
+    if (!server_) {
+      return;
+    }
+    comm_.reset();
+    store_.reset();
+    client_.reset();
+    server_->WaitUntilEveryRankLeft(std::chrono::seconds(3));
   }
 
   // Runs one communicator call; a failure becomes a TrainingFailure saying who is gone.

@@ -36,23 +36,6 @@ std::string FormatMissingRanks(std::vector<std::uint32_t> missing, std::uint32_t
 
 Result<JoinResult> Join(StoreClient& client, const JoinRequest& request) {
   using R = Result<JoinResult>;
-  const auto deadline = std::chrono::steady_clock::now() + request.timeout;
-  Result<Ok> published = client.Set(RankRecordKey(request.key_prefix, client.rank()), request.record);
-  if (!published) {
-    return R::Failure(published.error());
-  }
-  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 deadline - std::chrono::steady_clock::now()),
-                             std::chrono::milliseconds(0));
-  Result<BarrierOutcome> met = client.Barrier(request.barrier_name, left);
-  if (!met) {
-    return R::Failure(met.error());
-  }
-  if (met.value().timed_out) {
-    const auto within = std::max(std::chrono::ceil<std::chrono::seconds>(request.timeout),
-                                 std::chrono::seconds(1));
-    return R::Failure(FormatMissingRanks(met.value().missing_ranks, client.world_size(), within));
-  }
   std::vector<std::uint32_t> ranks;
   if (request.fetch_all) {
     ranks.resize(client.world_size());
@@ -73,18 +56,28 @@ Result<JoinResult> Join(StoreClient& client, const JoinRequest& request) {
   for (std::uint32_t r : ranks) {
     keys.push_back(RankRecordKey(request.key_prefix, r));
   }
-  Result<std::vector<std::optional<std::string>>> values = client.MultiGet(keys);
-  if (!values) {
-    return R::Failure(values.error());
+  // Publish, meet and read in one round trip: the server holds the reads behind the barrier.
+  Result<SetBarrierGetOutcome> joined =
+      client.SetBarrierMultiGet(RankRecordKey(request.key_prefix, client.rank()), request.record,
+                                request.barrier_name, request.timeout, keys);
+  if (!joined) {
+    return R::Failure(joined.error());
   }
+  const BarrierOutcome& met = joined.value().barrier;
+  if (met.timed_out) {
+    const auto within =
+        std::max(std::chrono::ceil<std::chrono::seconds>(request.timeout), std::chrono::seconds(1));
+    return R::Failure(FormatMissingRanks(met.missing_ranks, client.world_size(), within));
+  }
+  const std::vector<std::optional<std::string>>& values = joined.value().values;
   JoinResult result;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (!values.value()[i]) {
+    if (!values[i]) {
       // Every rank publishes before it enters the barrier, so this is a different job's store.
       return R::Failure(client.server_name() + ": rank " + std::to_string(ranks[i]) +
                         " passed the join barrier without a record at " + keys[i]);
     }
-    result.records.emplace(ranks[i], *values.value()[i]);
+    result.records.emplace(ranks[i], *values[i]);
   }
   return result;
 }

@@ -23,7 +23,10 @@
 //   C->S  Proof      3  hmac [32]   HMAC-SHA256(token, "ringleader-rendezvous-v1"||nonce||rank)
 //   S->C  Welcome    4  (empty)
 //   S->C  Refused    5  reason bytes (<= kMaxTextBytes); the server then closes
-// Requests (client to server, only after Welcome), one reply each, in order:
+// Requests follow the Proof (a request before it is a protocol violation). A client need not
+// wait for the Welcome: the server handles frames in order, so requests sent in the Proof's
+// write run only once the Proof is accepted, and die unread with a refused connection. Requests
+// queued behind a pending Wait or Barrier run once it is answered. One reply each, in order:
 //   Set         16  key bytes, value bytes                  -> Ok
 //   Get         17  key bytes                               -> Value | NotFound
 //   Wait        18  keys bytes[] (<= kMaxWaitKeys), timeout_ms u32  -> Ok | TimedOut

@@ -213,39 +213,56 @@ struct HandshakeOutcome {
   bool ok = false;
   bool final_refusal = false;  // a refusal not worth retrying
   std::string error;
+  // With options.attempt: the server's kAttemptKey (nullopt when it has none).
+  std::optional<std::string> served_attempt;
 };
 
+// Hello, Challenge, then the Proof. When the rank belongs to a gang attempt, a Get of the
+// server's attempt rides in the Proof's write: the server answers it only once the Proof is
+// accepted, so checking the attempt costs no round trip of its own.
 HandshakeOutcome Handshake(int fd, FrameDecoder& decoder, const ClientOptions& options,
                            Clock::time_point deadline) {
   const auto refused = [](const Refused& r) {
-    return HandshakeOutcome{false, !IsRetryableRefusal(r.reason), "refused: " + r.reason};
+    return HandshakeOutcome{false, !IsRetryableRefusal(r.reason), "refused: " + r.reason, {}};
   };
   Result<std::vector<Message>> challenge = ExchangeFrames(
       fd, decoder, EncodeMessage(Hello{options.rank, options.world_size}), 1, deadline);
   if (!challenge) {
-    return {false, false, "handshake: " + challenge.error()};
+    return {false, false, "handshake: " + challenge.error(), {}};
   }
   if (const auto* r = std::get_if<Refused>(&challenge.value()[0])) {
     return refused(*r);
   }
   const auto* c = std::get_if<Challenge>(&challenge.value()[0]);
   if (c == nullptr) {
-    return {false, false, "handshake: expected Challenge"};
+    return {false, false, "handshake: expected Challenge", {}};
   }
   Proof proof;
   proof.hmac = ComputeProof(options.token, c->nonce, options.rank);
+  std::string frames = EncodeMessage(proof);
+  if (options.attempt) {
+    frames += EncodeMessage(Get{std::string(kAttemptKey)});
+  }
   Result<std::vector<Message>> welcome =
-      ExchangeFrames(fd, decoder, EncodeMessage(proof), 1, deadline);
+      ExchangeFrames(fd, decoder, frames, options.attempt ? 2 : 1, deadline);
   if (!welcome) {
-    return {false, false, "handshake: " + welcome.error()};
+    return {false, false, "handshake: " + welcome.error(), {}};
   }
   if (const auto* r = std::get_if<Refused>(&welcome.value()[0])) {
     return refused(*r);
   }
   if (!std::holds_alternative<Welcome>(welcome.value()[0])) {
-    return {false, false, "handshake: expected Welcome"};
+    return {false, false, "handshake: expected Welcome", {}};
   }
-  return {true, false, ""};
+  HandshakeOutcome outcome{true, false, "", {}};
+  if (options.attempt) {
+    if (const auto* value = std::get_if<Value>(&welcome.value()[1])) {
+      outcome.served_attempt = value->value;
+    } else if (!std::holds_alternative<NotFound>(welcome.value()[1])) {
+      return {false, false, "handshake: unexpected reply to the attempt Get", {}};
+    }
+  }
+  return outcome;
 }
 
 std::vector<std::string> SplitList(std::string_view text) {
@@ -282,20 +299,17 @@ namespace {
 
 // Why a freshly authenticated connection is to a store of another gang attempt, or nullopt when
 // it is the right one (or no attempt was asked for).
-std::optional<std::string> WrongAttempt(StoreClient& client, const ClientOptions& options) {
+std::optional<std::string> WrongAttempt(const HandshakeOutcome& outcome,
+                                        const ClientOptions& options) {
   if (!options.attempt) {
     return std::nullopt;
   }
-  const Result<std::optional<std::string>> served = client.Get(kAttemptKey);
   const std::string wanted = std::to_string(*options.attempt);
-  if (!served) {
-    return served.error();
-  }
-  if (served.value() == wanted) {
+  if (outcome.served_attempt == wanted) {
     return std::nullopt;
   }
-  return "it serves gang attempt " + served.value().value_or("(none)") + ", and this rank belongs to attempt " +
-         wanted;
+  return "it serves gang attempt " + outcome.served_attempt.value_or("(none)") +
+         ", and this rank belongs to attempt " + wanted;
 }
 
 }  // namespace
@@ -318,12 +332,11 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
       FrameDecoder decoder(options.max_frame_payload);
       HandshakeOutcome outcome = Handshake(fd.get(), decoder, options, attempt_deadline);
       if (outcome.ok) {
-        auto client = std::make_unique<StoreClient>(Passkey(), fd.release(), server_name, options);
-        std::optional<std::string> wrong_attempt = WrongAttempt(*client, options);
+        std::optional<std::string> wrong_attempt = WrongAttempt(outcome, options);
         if (!wrong_attempt) {
-          return client;
+          return std::make_unique<StoreClient>(Passkey(), fd.release(), server_name, options);
         }
-        error = std::move(*wrong_attempt);  // the client closes; the next try may find the right rank 0
+        error = std::move(*wrong_attempt);  // fd closes; the next try may find the right rank 0
       } else if (outcome.final_refusal) {
         return R::Failure(server_name + " " + outcome.error + " (rank " +
                           std::to_string(options.rank) + " of " +
@@ -462,9 +475,17 @@ Result<std::vector<std::optional<std::string>>> StoreClient::MultiGet(
   if (!got) {
     return R::Failure(got.error());
   }
+  std::vector<Message> replies = std::move(got).value();
+  return GetValues(replies, 0);
+}
+
+Result<std::vector<std::optional<std::string>>> StoreClient::GetValues(
+    std::vector<Message>& replies, std::size_t first) {
+  using R = Result<std::vector<std::optional<std::string>>>;
   std::vector<std::optional<std::string>> values;
-  values.reserve(keys.size());
-  for (Message& reply : std::move(got).value()) {
+  values.reserve(replies.size() - first);
+  for (std::size_t i = first; i < replies.size(); ++i) {
+    Message& reply = replies[i];
     if (auto* value = std::get_if<Value>(&reply)) {
       values.emplace_back(std::move(value->value));
     } else if (std::holds_alternative<NotFound>(reply)) {
@@ -535,14 +556,63 @@ Result<BarrierOutcome> StoreClient::Barrier(std::string_view name,
   if (!reply) {
     return Result<BarrierOutcome>::Failure(reply.error());
   }
-  if (std::holds_alternative<Ok>(reply.value())) {
+  return BarrierFrom(reply.value());
+}
+
+Result<BarrierOutcome> StoreClient::BarrierFrom(const Message& reply) {
+  if (std::holds_alternative<Ok>(reply)) {
     return BarrierOutcome{};
   }
-  if (const auto* timed_out = std::get_if<TimedOut>(&reply.value())) {
+  if (const auto* timed_out = std::get_if<TimedOut>(&reply)) {
     return BarrierOutcome{true, ParseMissingRanks(timed_out->missing)};
   }
-  broken_ = Failure("Barrier", UnexpectedReply(reply.value()));
+  if (const auto* error = std::get_if<Error>(&reply)) {
+    return Result<BarrierOutcome>::Failure(Failure("Barrier", error->message));
+  }
+  broken_ = Failure("Barrier", UnexpectedReply(reply));
   return Result<BarrierOutcome>::Failure(*broken_);
+}
+
+Result<SetBarrierGetOutcome> StoreClient::SetBarrierMultiGet(std::string_view key,
+                                                             std::string_view value,
+                                                             std::string_view barrier,
+                                                             std::chrono::milliseconds timeout,
+                                                             const std::vector<std::string>& keys) {
+  using R = Result<SetBarrierGetOutcome>;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string frames =
+      EncodeMessage(rendezvous::Set{std::string(key), std::string(value)}) +
+      EncodeMessage(rendezvous::Barrier{std::string(barrier), ClampMillis(timeout)});
+  for (const std::string& get : keys) {
+    frames += EncodeMessage(rendezvous::Get{get});
+  }
+  Result<std::vector<Message>> got =
+      Exchange("Set+Barrier+Get", frames, 2 + keys.size(), Clock::now() + io_timeout_ + timeout);
+  if (!got) {
+    return R::Failure(got.error());
+  }
+  std::vector<Message> replies = std::move(got).value();
+  if (const auto* error = std::get_if<Error>(&replies[0])) {
+    return R::Failure(Failure("Set", error->message));
+  }
+  if (!std::holds_alternative<Ok>(replies[0])) {
+    broken_ = Failure("Set", UnexpectedReply(replies[0]));
+    return R::Failure(*broken_);
+  }
+  Result<BarrierOutcome> met = BarrierFrom(replies[1]);
+  if (!met) {
+    return R::Failure(met.error());
+  }
+  SetBarrierGetOutcome outcome{std::move(met).value(), {}};
+  if (outcome.barrier.timed_out) {
+    return outcome;  // the Gets were answered too, but before every rank had published
+  }
+  Result<std::vector<std::optional<std::string>>> values = GetValues(replies, 2);
+  if (!values) {
+    return R::Failure(values.error());
+  }
+  outcome.values = std::move(values).value();
+  return outcome;
 }
 
 }  // namespace ringleader::rendezvous

@@ -48,6 +48,10 @@ struct BarrierOutcome {
   bool timed_out = false;
   std::vector<std::uint32_t> missing_ranks;  // ascending
 };
+struct SetBarrierGetOutcome {
+  BarrierOutcome barrier;
+  std::vector<std::optional<std::string>> values;  // one per key; empty when the barrier timed out
+};
 
 // The missing list a TimedOut carries ("3,7", possibly ending in "...") as ranks; anything that
 // is not a rank is skipped.
@@ -79,6 +83,13 @@ class StoreClient {
   Result<std::string> CompareSet(std::string_view key, std::string_view expected,
                                  std::string_view desired);
   Result<BarrierOutcome> Barrier(std::string_view name, std::chrono::milliseconds timeout);
+  // Set, Barrier and a MultiGet in one write. The server answers a connection's requests in
+  // order, so the Gets are answered once the barrier completes: a join costs one round trip
+  // besides the wait, where three calls would cost three.
+  Result<SetBarrierGetOutcome> SetBarrierMultiGet(std::string_view key, std::string_view value,
+                                                  std::string_view barrier,
+                                                  std::chrono::milliseconds timeout,
+                                                  const std::vector<std::string>& keys);
 
   std::uint32_t rank() const { return rank_; }
   std::uint32_t world_size() const { return world_size_; }
@@ -104,6 +115,10 @@ class StoreClient {
   Result<Message> Call(std::string_view op, const std::string& frame,
                        std::chrono::milliseconds extra_timeout = {});
   std::string Failure(std::string_view op, std::string_view what);
+  // The replies to Gets from replies[first] on; an unexpected reply marks the connection broken.
+  Result<std::vector<std::optional<std::string>>> GetValues(std::vector<Message>& replies,
+                                                            std::size_t first);
+  Result<BarrierOutcome> BarrierFrom(const Message& reply);
 
   std::mutex mutex_;
   int fd_ = -1;

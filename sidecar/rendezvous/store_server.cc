@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -403,6 +404,11 @@ class StoreServer::Core {
     return text;
   }
 
+  bool WaitUntilEveryRankLeft(std::chrono::milliseconds within) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return rank_left_.wait_for(lock, within, [this] { return connected_ranks_.empty(); });
+  }
+
   std::vector<std::uint32_t> ConnectedRanks() const {
     std::lock_guard<std::mutex> lock(mutex_);
     std::vector<std::uint32_t> ranks;
@@ -479,6 +485,7 @@ class StoreServer::Core {
         const auto it = connected_ranks_.find(*authenticated_rank);
         if (it != connected_ranks_.end() && --it->second == 0) {
           connected_ranks_.erase(it);
+          rank_left_.notify_all();
         }
       }
     }
@@ -500,6 +507,7 @@ class StoreServer::Core {
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
 
   mutable std::mutex mutex_;  // guards stats_ and connected_ranks_, read from other threads
+  mutable std::condition_variable rank_left_;  // a rank's last connection closed
   ServerStats stats_;
   std::map<std::uint32_t, std::uint32_t> connected_ranks_;  // rank -> open connections
 
@@ -566,8 +574,8 @@ class StoreServer::Core::Connection final : public Waiter,
     ++timer_generation_;
     timer_.cancel();
     out_ += reply_frame;
-    Flush();
-    // Later, not now: the Store is mid-operation for another connection.
+    // Sent by Pump, later rather than now (the Store is mid-operation for another connection),
+    // in one write with the replies to requests queued behind this one (a join's Gets).
     if (!pump_posted_) {
       pump_posted_ = true;
       asio::post(core_.io_, [self = shared_from_this()] {
@@ -631,9 +639,16 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     // A closing connection is drained (and its bytes dropped) only once its Refused is out.
     if (state_ == State::kClosing ? !draining_ : OverBudget()) {
+      unread_may_remain_ = true;  // what arrives now signals readiness to no wait
       return;
     }
     read_armed_ = true;
+    if (unread_may_remain_) {
+      // Asio's epoll reactor is edge-triggered and async_wait does not look at readiness first:
+      // bytes (or the FIN) whose edge came and went would never wake it. Read now instead.
+      asio::post(core_.io_, [self = shared_from_this()] { self->OnReadable(error_code()); });
+      return;
+    }
     socket_.async_wait(tcp::socket::wait_read,
                        [self = shared_from_this()](const error_code& ec) { self->OnReadable(ec); });
   }
@@ -647,10 +662,13 @@ class StoreServer::Core::Connection final : public Waiter,
       Close();
       return;
     }
+    // Until a read comes back short, empty or at the end, the socket may hold more.
+    unread_may_remain_ = true;
     for (int i = 0; i < kReadsPerEvent; ++i) {
       error_code read_ec;
       const std::size_t n = socket_.read_some(asio::buffer(core_.read_buffer_), read_ec);
       if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) {
+        unread_may_remain_ = false;
         break;
       }
       if (read_ec == asio::error::eof && state_ != State::kClosing) {
@@ -677,7 +695,12 @@ class StoreServer::Core::Connection final : public Waiter,
         queued_bytes_ += kHeaderBytes + frame->payload.size();
         queued_.push_back(std::move(*frame));
       }
-      if (n < core_.read_buffer_.size() || OverBudget()) {
+      if (n < core_.read_buffer_.size()) {
+        // Drained for now: later bytes raise a new edge, seen by the wait ArmRead arms next.
+        unread_may_remain_ = false;
+        break;
+      }
+      if (OverBudget()) {
         break;
       }
     }
@@ -896,6 +919,9 @@ class StoreServer::Core::Connection final : public Waiter,
   bool write_in_flight_ = false;
   bool read_armed_ = false;
   bool draining_ = false;
+  // The socket may hold bytes no readiness edge will announce again: the next ArmRead reads at
+  // once rather than waiting. True at first, as the Hello can come before the first wait.
+  bool unread_may_remain_ = true;
   bool peer_closed_ = false;  // the client has shut down its sending side
   bool pending_ = false;  // a Wait or Barrier is registered with the Store
   bool pump_posted_ = false;
@@ -950,5 +976,9 @@ std::map<std::string, std::uint64_t> StoreServer::RefusedByReasonForTest() const
 }
 
 std::vector<std::uint32_t> StoreServer::ConnectedRanks() const { return core_->ConnectedRanks(); }
+
+bool StoreServer::WaitUntilEveryRankLeft(std::chrono::milliseconds within) const {
+  return core_->WaitUntilEveryRankLeft(within);
+}
 
 }  // namespace ringleader::rendezvous

@@ -95,6 +95,10 @@ class StoreServer {
   std::map<std::string, std::uint64_t> RefusedByReasonForTest() const;
   // The ranks with at least one authenticated connection open, ascending (for diagnostics).
   std::vector<std::uint32_t> ConnectedRanks() const;
+  // Blocks until no rank holds an authenticated connection, or `within` has passed; true if
+  // none does. A failing rank 0 uses it to keep its store up until its peers, usually a moment
+  // behind, have read who is gone.
+  bool WaitUntilEveryRankLeft(std::chrono::milliseconds within) const;
 
  private:
   class Core;

@@ -5,12 +5,14 @@
 // and never crash or stall; ASan watches the server's thread.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstddef>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -79,10 +81,6 @@ int Connect(std::uint16_t port) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  // A server that neither answers nor closes within 8 s has stalled (libFuzzer -timeout is 10 s
-  // in CI); 5 s was once exceeded while parallel builds loaded the machine.
-  timeval timeout{8, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   return fd;
 }
 
@@ -96,11 +94,46 @@ void SendAll(int fd, std::string_view bytes) {
   }
 }
 
+// Prints what tells a stalled event loop from a lost connection: the server's counters, both
+// ends of the connection as the kernel sees them (who owns each, what sits unread), whether a
+// fresh connection still gets a Challenge, and every thread's stack.
+void ReportStall(int fd) {
+  const rz::ServerStats stats = CurrentServer()->Stats();
+  std::fprintf(stderr, "server stalled: accepted %llu authenticated %llu open %llu pending %llu\n",
+               static_cast<unsigned long long>(stats.accepted),
+               static_cast<unsigned long long>(stats.authenticated),
+               static_cast<unsigned long long>(stats.open),
+               static_cast<unsigned long long>(stats.pending));
+  std::fflush(stderr);
+  sockaddr_in local{};
+  socklen_t length = sizeof(local);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
+  const std::string client_port = std::to_string(ntohs(local.sin_port));
+  std::system(("ss -tanpie '( sport = :" + client_port + " or dport = :" + client_port + " )' >&2")
+                  .c_str());
+  const int probe = Connect(CurrentServer()->port());
+  const std::string hello = rz::EncodeMessage(rz::Hello{0, kWorldSize});
+  ::send(probe, hello.data(), hello.size(), MSG_NOSIGNAL);
+  pollfd answer{probe, POLLIN, 0};
+  std::fprintf(
+      stderr, "a fresh connection's Hello was %s\n",
+      ::poll(&answer, 1, 2000) > 0 ? "answered (the event loop runs)" : "not answered within 2 s");
+  ::close(probe);
+  std::system(("gdb -p " + std::to_string(::getpid()) +
+               " -batch -ex 'thread apply all bt 30' 2>/dev/null >&2")
+                  .c_str());
+}
+
 // Reads frames until the server closes; aborts on a malformed reply or a stall. With
 // `until_type`, returns the first frame of that type instead (or nullopt on close).
 std::optional<rz::Frame> ReadReplies(int fd, rz::FrameDecoder& decoder,
                                      std::optional<rz::MessageType> until_type) {
   char buffer[4096];
+  // A server that neither answers nor closes within 8 s has stalled (libFuzzer -timeout is 10 s
+  // in CI). The wait is a poll() against a deadline, not SO_RCVTIMEO: a recv with that option
+  // is never restarted after a signal, and libFuzzer's -timeout alarm is one (SIGALRM), so an
+  // EINTR once passed for a stall.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
   while (true) {
     while (auto frame = decoder.Next()) {
       if (!rz::DecodeMessage(*frame).ok()) {
@@ -110,19 +143,23 @@ std::optional<rz::Frame> ReadReplies(int fd, rz::FrameDecoder& decoder,
         return frame;
       }
     }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd readable{fd, POLLIN, 0};
+    const int ready = ::poll(&readable, 1, static_cast<int>(std::max<long long>(left.count(), 0)));
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
+      ReportStall(fd);
+      std::abort();
+    }
     const ssize_t got = ::recv(fd, buffer, sizeof(buffer), 0);
     if (got == 0 || (got < 0 && errno == ECONNRESET)) {
       return std::nullopt;
     }
     if (got < 0) {
-      // Timed out: the server neither answered nor closed. Its counters help tell a stalled
-      // event loop from a lost connection.
-      const rz::ServerStats stats = CurrentServer()->Stats();
-      std::fprintf(stderr, "server stalled: accepted %llu authenticated %llu open %llu pending %llu\n",
-                   static_cast<unsigned long long>(stats.accepted),
-                   static_cast<unsigned long long>(stats.authenticated),
-                   static_cast<unsigned long long>(stats.open),
-                   static_cast<unsigned long long>(stats.pending));
+      std::fprintf(stderr, "recv from the server failed: %s\n", std::strerror(errno));
       std::abort();
     }
     if (!decoder.Feed(std::string_view(buffer, static_cast<std::size_t>(got)))) {

@@ -206,6 +206,53 @@ TEST(StoreClientTest, MultiGetPipelinesThousandsOfKeysInOrder) {
   }
 }
 
+// The Gets ride behind the Barrier in one write; they must see the record of a rank that
+// published only after this rank had entered the barrier.
+TEST(StoreClientTest, SetBarrierMultiGetReadsRecordsPublishedWhileItWaited) {
+  StoreServer server(Options(2));
+  Result<std::unique_ptr<StoreClient>> first = StoreClient::Connect(ClientFor(server.port(), 0, 2));
+  ASSERT_TRUE(first.ok()) << first.error();
+  std::optional<Result<SetBarrierGetOutcome>> joined;
+  std::thread waiting([&] {
+    joined = first.value()->SetBarrierMultiGet("ranks/0", "a", "join", seconds(10),
+                                               {"ranks/0", "ranks/1", "ranks/9"});
+  });
+  // Rank 1 publishes only once rank 0 is parked at the barrier.
+  const auto deadline = Clock::now() + seconds(10);
+  while (server.Stats().pending == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  ASSERT_EQ(server.Stats().pending, 1U);
+  Result<std::unique_ptr<StoreClient>> second =
+      StoreClient::Connect(ClientFor(server.port(), 1, 2));
+  ASSERT_TRUE(second.ok()) << second.error();
+  ASSERT_TRUE(second.value()->Set("ranks/1", "b").ok());
+  Result<BarrierOutcome> met = second.value()->Barrier("join", seconds(10));
+  ASSERT_TRUE(met.ok()) << met.error();
+  waiting.join();
+  ASSERT_TRUE(joined->ok()) << joined->error();
+  EXPECT_FALSE(joined->value().barrier.timed_out);
+  EXPECT_THAT(joined->value().values, ElementsAre(std::optional<std::string>("a"),
+                                                  std::optional<std::string>("b"), std::nullopt));
+}
+
+TEST(StoreClientTest, SetBarrierMultiGetTimesOutNamingTheMissingRanksAndStaysUsable) {
+  StoreServer server(Options(3));
+  Result<std::unique_ptr<StoreClient>> client =
+      StoreClient::Connect(ClientFor(server.port(), 1, 3));
+  ASSERT_TRUE(client.ok()) << client.error();
+  Result<SetBarrierGetOutcome> joined =
+      client.value()->SetBarrierMultiGet("ranks/1", "b", "join", milliseconds(200), {"ranks/0"});
+  ASSERT_TRUE(joined.ok()) << joined.error();
+  EXPECT_TRUE(joined.value().barrier.timed_out);
+  EXPECT_THAT(joined.value().barrier.missing_ranks, ElementsAre(0U, 2U));
+  EXPECT_TRUE(joined.value().values.empty());
+  // Every reply was read, so the next call is matched to its own reply.
+  Result<std::optional<std::string>> record = client.value()->Get("ranks/1");
+  ASSERT_TRUE(record.ok()) << record.error();
+  EXPECT_EQ(record.value(), "b");
+}
+
 TEST(StoreClientTest, ParseMissingRanksSortsAndSkipsWhatIsNotARank) {
   EXPECT_THAT(ParseMissingRanks("7,3"), ElementsAre(3U, 7U));
   EXPECT_THAT(ParseMissingRanks("1,2,..."), ElementsAre(1U, 2U));

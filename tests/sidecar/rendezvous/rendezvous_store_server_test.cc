@@ -149,9 +149,10 @@ class RawConnection {
 
   void ShutdownSending() { ::shutdown(fd_, SHUT_WR); }
 
-  // Hello and Proof with the given token; the server's last reply.
+  // Hello and Proof with the given token, `pipelined` in the Proof's write (as the client sends
+  // its attempt Get); the server's reply to the Proof.
   std::optional<Message> Handshake(std::string_view token, std::uint32_t rank,
-                                   std::uint32_t world_size) {
+                                   std::uint32_t world_size, std::string_view pipelined = {}) {
     Send(EncodeMessage(Hello{rank, world_size}));
     std::optional<Message> challenge = Read();
     if (!challenge || !std::holds_alternative<Challenge>(*challenge)) {
@@ -159,7 +160,7 @@ class RawConnection {
     }
     Proof proof;
     proof.hmac = ComputeProof(token, std::get<Challenge>(*challenge).nonce, rank);
-    Send(EncodeMessage(proof));
+    Send(EncodeMessage(proof) + std::string(pipelined));
     return Read();
   }
 
@@ -424,6 +425,30 @@ TEST(StoreServerTest, WrongTokenIsRefusedCountedAndLearnsNothing) {
   ExpectStillServing(server, 4);
 }
 
+TEST(StoreServerTest, RequestsPipelinedWithTheProofAreAnsweredAfterTheWelcome) {
+  StoreServer server(Options(1));
+  RawConnection raw(server.port());
+  std::optional<Message> welcome =
+      raw.Handshake(kToken, 0, 1, EncodeMessage(Set{"k", "v"}) + EncodeMessage(Get{"k"}));
+  ASSERT_TRUE(welcome && std::holds_alternative<Welcome>(*welcome));
+  EXPECT_EQ(raw.Read(), Message(Ok{}));
+  EXPECT_EQ(raw.Read(), Message(Value{"v"}));
+}
+
+TEST(StoreServerTest, RequestsPipelinedWithAWrongProofAreNeverApplied) {
+  StoreServer server(Options(2));
+  RawConnection raw(server.port());
+  std::optional<Message> reply = raw.Handshake(
+      "not-the-token", 1, 2, EncodeMessage(Set{"k", "forged"}) + EncodeMessage(Get{"k"}));
+  ASSERT_TRUE(reply && std::holds_alternative<Refused>(*reply));
+  EXPECT_TRUE(raw.ReadUntilClosed().empty());
+  auto client = MustConnect(server, 0, 2);
+  ASSERT_NE(client, nullptr);
+  Result<std::optional<std::string>> value = client->Get("k");
+  ASSERT_TRUE(value.ok()) << value.error();
+  EXPECT_EQ(value.value(), std::nullopt);
+}
+
 TEST(StoreServerTest, RankOutOfRangeAndWorldSizeMismatchAreRefused) {
   StoreServer server(Options(4));
   {
@@ -580,6 +605,25 @@ TEST(StoreServerTest, ConnectedRanksKeyIsAnsweredByTheServerAndCannotBeWritten) 
   EXPECT_TRUE(Eventually([&] { return r0->Get(key).value() == "0"; }));
 }
 
+TEST(StoreServerTest, WaitUntilEveryRankLeftReturnsOnceTheLastRankDisconnects) {
+  StoreServer server(Options(2));
+  auto r0 = MustConnect(server, 0, 2);
+  auto r1 = MustConnect(server, 1, 2);
+  ASSERT_NE(r0, nullptr);
+  ASSERT_NE(r1, nullptr);
+  EXPECT_FALSE(server.WaitUntilEveryRankLeft(milliseconds(50)));
+  r0.reset();
+  EXPECT_FALSE(server.WaitUntilEveryRankLeft(milliseconds(50)));  // rank 1 is still there
+  std::thread leaving([&] {
+    std::this_thread::sleep_for(milliseconds(100));
+    r1.reset();
+  });
+  const auto started = Clock::now();
+  EXPECT_TRUE(server.WaitUntilEveryRankLeft(seconds(10)));
+  EXPECT_LT(Clock::now() - started, seconds(5));  // woken by the close, not the bound
+  leaving.join();
+}
+
 TEST(StoreServerTest, AttemptKeyAnswersTheServedGangAttemptAndCannotBeWritten) {
   ServerOptions options = Options(2);
   options.attempt = 7;
@@ -609,6 +653,50 @@ TEST(StoreServerTest, HalfClosedClientIsAnsweredThenClosed) {
   EXPECT_TRUE(raw.closed());
   EXPECT_EQ(replies, (std::vector<Message>{Ok{}, Value{"1"}}));
   EXPECT_TRUE(Eventually([&] { return server.Stats().open == 0; }));
+}
+
+// The stall the server fuzzer found: replies over the output budget pause reading while the
+// client's last requests and its FIN already sit in the socket. Their readiness edge has come
+// and gone by the time reading resumes, so the server must read rather than wait for another.
+TEST(StoreServerTest, RequestsAndFinThatArriveWhileRepliesAreOverBudgetAreStillServed) {
+  ServerOptions options = Options(1);
+  options.max_buffered_bytes = 64 * 1024;
+  StoreServer server(options);
+  RawConnection raw(server.port());
+  ASSERT_EQ(raw.Handshake(kToken, 0, 1), Message(Welcome{}));
+  const std::string value(16 * 1024, 'v');
+  std::string requests = EncodeMessage(Set{"big", value});
+  constexpr int kGets = 64;  // 1 MiB of replies, 16 times the budget
+  for (int i = 0; i < kGets; ++i) {
+    requests += EncodeMessage(Get{"big"});
+  }
+  ASSERT_TRUE(raw.Send(requests));
+  raw.ShutdownSending();
+  const std::vector<Message> replies = raw.ReadUntilClosed();
+  EXPECT_TRUE(raw.closed());
+  ASSERT_EQ(replies.size(), 1U + kGets);
+  EXPECT_EQ(replies.front(), Message(Ok{}));
+  EXPECT_EQ(replies.back(), Message(Value{value}));
+  EXPECT_TRUE(Eventually([&] { return server.Stats().open == 0; }));
+}
+
+// More requests in one burst than one readiness event reads (4 x 64 KiB): the rest is read
+// without the client sending anything more.
+TEST(StoreServerTest, ABurstLargerThanOneEventReadsIsServedWhole) {
+  StoreServer server(Options(1));
+  RawConnection raw(server.port());
+  ASSERT_EQ(raw.Handshake(kToken, 0, 1), Message(Welcome{}));
+  ASSERT_TRUE(raw.Send(EncodeMessage(Set{"k", "v"})));
+  ASSERT_EQ(raw.Read(), Message(Ok{}));
+  std::string burst;
+  constexpr int kGets = 40'000;  // 17 bytes each: 680 KB
+  for (int i = 0; i < kGets; ++i) {
+    burst += EncodeMessage(Get{"k"});
+  }
+  ASSERT_TRUE(raw.Send(burst));
+  for (int i = 0; i < kGets; ++i) {
+    ASSERT_EQ(raw.Read(), Message(Value{"v"})) << "reply " << i;
+  }
 }
 
 TEST(StoreServerTest, HalfClosedClientWithAPendingWaitIsClosedAtOnce) {
