@@ -98,10 +98,7 @@ class SidecarRun {
     comm_.reset();
     store_.reset();
     client_.reset();
-    const auto until = Clock::now() + std::chrono::seconds(3);
-    while (Clock::now() < until && !server_->ConnectedRanks().empty()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    server_->WaitUntilEveryRankLeft(std::chrono::seconds(3));
   }
 
   void Log(const std::string& message) const {
@@ -377,17 +374,19 @@ class SidecarRun {
     options.iters = 5;
     Log("monitoring: all_reduce of " + std::to_string(bytes) + " bytes every " +
         std::to_string(config_.monitor_interval.count()) + " s");
+    collectives::ProbeBuffers buffers(*comm_);  // every interval's probes time warm memory
     while (!stop_.load()) {
       const std::size_t count = std::max<std::size_t>(
           1, collectives::CountPerRank(Collective::kAllReduce, bytes, config_.world_size()));
       const auto row = Guard(Collective::kAllReduce, "the monitor's all_reduce probe", [&] {
-        return collectives::RunProbe(*comm_, Collective::kAllReduce, count, options);
+        return collectives::RunProbe(*comm_, Collective::kAllReduce, count, options, &buffers);
       });
       RecordRow(row, ProbeResult::kOk);
       UpdateSummary("", row.busbw_gbps * 1e9, row.slowest_rank);
       if (comm_->size() > 1) {
         const auto ring = Guard(Collective::kSendRecv, "the monitor's ring sendrecv probe", [&] {
-          return collectives::Pairwise(*comm_, collectives::PairPattern::kRingNeighbour, bytes, options);
+          return collectives::Pairwise(*comm_, collectives::PairPattern::kRingNeighbour, bytes,
+                                       options, &buffers);
         });
         RecordEdges(ring);
       }

@@ -30,7 +30,7 @@ Peers ResolvePeers(Peers peers, int rank, int n) {
 }
 
 Measurement Measure(Communicator& comm, Collective collective, std::size_t count, Peers peers,
-                    const ProbeOptions& options) {
+                    const ProbeOptions& options, ProbeBuffers* reuse) {
   if (count == 0) {
     throw std::invalid_argument("probe: count must be positive");
   }
@@ -40,7 +40,11 @@ Measurement Measure(Communicator& comm, Collective collective, std::size_t count
   const int n = comm.size();
   const int rank = comm.rank();
   const BufferElems elems = ElemsFor(collective, count, n);
-  const std::unique_ptr<Buffers> buffers = comm.Allocate(elems.send, elems.recv);
+  std::unique_ptr<Buffers> own;
+  if (reuse == nullptr) {
+    own = comm.Allocate(elems.send, elems.recv);
+  }
+  Buffers* const buffers = reuse != nullptr ? &reuse->AtLeast(elems.send, elems.recv) : own.get();
   std::vector<float> input = MakeInput(collective, count, rank, n, options.seed);
   if (options.corrupt_rank_for_test == rank) {
     input[0] += 1000.0f;
@@ -92,12 +96,22 @@ Peers PeersFor(PairPattern pattern, int rank, int n) {
 
 std::string Edge::name() const { return std::to_string(from) + "->" + std::to_string(to); }
 
+Buffers& ProbeBuffers::AtLeast(std::size_t send_elems, std::size_t recv_elems) {
+  if (!buffers_ || buffers_->send_elems() < send_elems || buffers_->recv_elems() < recv_elems) {
+    const std::size_t send = std::max(send_elems, buffers_ ? buffers_->send_elems() : 0);
+    const std::size_t recv = std::max(recv_elems, buffers_ ? buffers_->recv_elems() : 0);
+    buffers_.reset();  // the old ones go first, so peak memory is the new size alone
+    buffers_ = comm_.Allocate(send, recv);
+  }
+  return *buffers_;
+}
+
 ProbeRow RunProbe(Communicator& comm, Collective collective, std::size_t count,
-                  const ProbeOptions& options) {
+                  const ProbeOptions& options, ProbeBuffers* reuse) {
   const Peers peers = collective == Collective::kSendRecv
                           ? ResolvePeers(options.peers, comm.rank(), comm.size())
                           : Peers{};
-  const Measurement measurement = Measure(comm, collective, count, peers, options);
+  const Measurement measurement = Measure(comm, collective, count, peers, options, reuse);
   ProbeRow row;
   row.collective = collective;
   row.count = count;
@@ -118,11 +132,12 @@ std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> coll
     throw std::invalid_argument("sweep: needs factor >= 2 and min_bytes >= 1");
   }
   std::vector<ProbeRow> rows;
+  ProbeBuffers buffers(comm);
   for (const Collective collective : collectives) {
     for (std::size_t bytes = range.min_bytes; bytes <= range.max_bytes;) {
       const std::size_t count = CountPerRank(collective, bytes, comm.size());
       if (count > 0) {
-        rows.push_back(RunProbe(comm, collective, count, options));
+        rows.push_back(RunProbe(comm, collective, count, options, &buffers));
       }
       if (bytes > range.max_bytes / range.factor) {
         break;
@@ -134,14 +149,14 @@ std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> coll
 }
 
 PairwiseResult Pairwise(Communicator& comm, PairPattern pattern, std::size_t bytes,
-                        const ProbeOptions& options) {
+                        const ProbeOptions& options, ProbeBuffers* reuse) {
   const std::size_t count = bytes / sizeof(float);
   if (count == 0) {
     throw std::invalid_argument("pairwise: " + std::to_string(bytes) + " bytes hold no float");
   }
   const int n = comm.size();
   const Measurement measurement = Measure(comm, Collective::kSendRecv, count,
-                                          PeersFor(pattern, comm.rank(), n), options);
+                                          PeersFor(pattern, comm.rank(), n), options, reuse);
   PairwiseResult result;
   result.pattern = pattern;
   result.bytes = count * sizeof(float);

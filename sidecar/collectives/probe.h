@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,12 +37,29 @@ struct ProbeRow {
   int slowest_rank = 0;
 };
 
+// Buffers kept from one probe to the next, as nccl-tests allocates once per run: a probe on
+// fresh memory pays for cold caches and page mappings in its timed calls (with 4 Gloo ranks on
+// 2 cores, all_reduce of 1 MiB took 12-40% longer; tests/bench/probe_overhead_bench.cc). They
+// grow to the largest probe and are freed with this object. For one communicator, one thread.
+class ProbeBuffers {
+ public:
+  explicit ProbeBuffers(Communicator& comm) : comm_(comm) {}
+
+  // Buffers of at least this many send and receive elements.
+  Buffers& AtLeast(std::size_t send_elems, std::size_t recv_elems);
+
+ private:
+  Communicator& comm_;
+  std::unique_ptr<Buffers> buffers_;
+};
+
 // Runs `collective` with `count` elements per rank: warm-up, then the wall clock around `iters`
 // launches and one Synchronize, divided by iters; every rank's time is gathered and the max is
-// the row's time. Throws std::invalid_argument for count 0 or iters < 1, CommunicatorError when
-// the communicator fails.
+// the row's time. The buffers come from `reuse` when given, else are allocated for this probe.
+// Throws std::invalid_argument for count 0 or iters < 1, CommunicatorError when the
+// communicator fails.
 ProbeRow RunProbe(Communicator& comm, Collective collective, std::size_t count,
-                  const ProbeOptions& options = {});
+                  const ProbeOptions& options = {}, ProbeBuffers* reuse = nullptr);
 
 // nccl-tests' -b/-e/-f: sizes min_bytes, min_bytes x factor, ... up to max_bytes.
 struct SweepRange {
@@ -51,7 +69,8 @@ struct SweepRange {
 };
 
 // For each collective in turn, one row per size; a size too small to hold one element per rank
-// is skipped (count 0). Throws std::invalid_argument when factor < 2 or min_bytes is 0.
+// is skipped (count 0). The probes share their buffers. Throws std::invalid_argument when
+// factor < 2 or min_bytes is 0.
 std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> collectives,
                             const SweepRange& range, const ProbeOptions& options = {});
 
@@ -83,7 +102,7 @@ struct PairwiseResult {
 // sendrecv of `bytes` per rank along every edge of `pattern` at once. An edge is timed by the
 // rank at its receiving end. Throws std::invalid_argument when bytes hold no float.
 PairwiseResult Pairwise(Communicator& comm, PairPattern pattern, std::size_t bytes,
-                        const ProbeOptions& options = {});
+                        const ProbeOptions& options = {}, ProbeBuffers* reuse = nullptr);
 
 // Rows as nccl-tests prints them (plus the collective and the slowest rank), for a failure
 // message: collective, size(B), count(elements), type, redop, root, time(us), algbw(GB/s),

@@ -25,6 +25,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "tests/bench/bench_args.h"
+
 namespace ringleader::bench {
 namespace {
 
@@ -39,9 +41,7 @@ struct Args {
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::string value = argv[i + 1];
+  ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--ranks") {
       args.ranks = std::stoi(value);
     } else if (flag == "--min") {
@@ -55,9 +55,10 @@ Args ParseArgs(int argc, char** argv) {
     } else if (flag == "--iters") {
       args.iters = std::stoi(value);
     } else {
-      throw std::invalid_argument("unknown flag " + flag);
+      return false;
     }
-  }
+    return true;
+  });
   return args;
 }
 

@@ -22,10 +22,12 @@
 
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
+#include "tests/bench/bench_args.h"
 #include "tests/devcluster/devcluster.h"
 
 namespace {
 
+using ringleader::bench::Median;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -73,11 +75,6 @@ json BenchPod(int index) {
                                         {{"name", "sidecar"}, {"image", "ringleader/sidecar:1"}}})}}}};
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 double Percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());

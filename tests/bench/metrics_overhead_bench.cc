@@ -2,7 +2,9 @@
 // run all_reduce probes at one size in alternating blocks: "off" runs probes only; "on" also
 // records every row in SidecarMetrics (as the sidecar does) while a thread scrapes each rank's
 // EndpointServer /metrics every --scrape-ms (100 ms: far more often than Prometheus' usual 15-60
-// s, to make the cost visible). Prints the median probe time per mode and their ratio.
+// s, to make the cost visible). Prints the median probe time per mode and their ratio, and -
+// because on 2 shared cores that A/B comparison moves by several percent from run to run - the
+// two costs metrics add, timed directly: recording one probe's row, and serving one scrape.
 //   metrics_overhead_bench [--bytes 4194304] [--blocks 40] [--probes 10] [--scrape-ms 100]
 #include <algorithm>
 #include <atomic>
@@ -26,6 +28,7 @@
 #include "sidecar/collectives/probe.h"
 #include "sidecar/service/endpoint_server.h"
 #include "sidecar/service/sidecar_metrics.h"
+#include "tests/bench/bench_args.h"
 
 namespace ringleader::bench {
 namespace {
@@ -42,9 +45,7 @@ struct Args {
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::string value = argv[i + 1];
+  ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--bytes") {
       args.bytes = std::stoul(value);
     } else if (flag == "--blocks") {
@@ -54,17 +55,13 @@ Args ParseArgs(int argc, char** argv) {
     } else if (flag == "--scrape-ms") {
       args.scrape_ms = std::stoi(value);
     } else {
-      throw std::invalid_argument("unknown flag " + flag);
+      return false;
     }
-  }
+    return true;
+  });
   return args;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
-}
 
 // GET /metrics over HTTP/1.0; returns the bytes read (0 on failure).
 std::size_t Scrape(int port) {
@@ -96,6 +93,7 @@ struct Rank {
   std::unique_ptr<sidecar::SidecarMetrics> metrics;
   std::unique_ptr<sidecar::EndpointServer> endpoint;
   std::vector<double> block_medians_us;  // rank 0's probe times, one median per block
+  std::vector<double> record_ns;         // recording each "on" probe's row in the metrics
 };
 
 int Main(int argc, char** argv) {
@@ -109,17 +107,40 @@ int Main(int argc, char** argv) {
     ranks.push_back(std::move(rank));
   }
 
+  // Recording on a quiet thread first (its own registry): the cost without the ranks' contention.
+  double quiet_record_us = 0;
+  {
+    prometheus::Registry registry;
+    sidecar::SidecarMetrics metrics(registry, 0, kRanks);
+    constexpr int kRows = 10'000;
+    const auto started = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRows; ++i) {
+      metrics.ObserveProbe(Collective::kAllReduce, args.bytes, 1e9, 1.5e9, 1e-3);
+      metrics.AddWrongElements(Collective::kAllReduce, 0);
+      metrics.CountProbeRun(Collective::kAllReduce, sidecar::ProbeResult::kOk);
+    }
+    quiet_record_us =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started)
+            .count() /
+        kRows;
+  }
+
   std::atomic<bool> scraping{false};
   std::atomic<bool> finished{false};
   std::atomic<std::size_t> scrapes{0};
+  std::vector<double> scrape_us;  // each scrape's wall time, an upper bound on the server's CPU
   std::thread scraper([&] {
     auto next = std::chrono::steady_clock::now();
     while (!finished) {
       next += std::chrono::milliseconds(args.scrape_ms);
       if (scraping) {
         for (const auto& rank : ranks) {
+          const auto started = std::chrono::steady_clock::now();
           if (Scrape(rank->endpoint->port()) > 0) {
             ++scrapes;
+            scrape_us.push_back(std::chrono::duration<double, std::micro>(
+                                    std::chrono::steady_clock::now() - started)
+                                    .count());
           }
         }
       }
@@ -152,10 +173,14 @@ int Main(int argc, char** argv) {
           for (int p = 0; p < args.probes; ++p) {
             const collectives::ProbeRow row = collectives::RunProbe(comm, Collective::kAllReduce, count);
             if (on) {
+              const auto started = std::chrono::steady_clock::now();
               self.metrics->ObserveProbe(row.collective, row.bytes, row.algbw_gbps * 1e9,
                                          row.busbw_gbps * 1e9, row.time_us / 1e6);
               self.metrics->AddWrongElements(row.collective, row.wrong);
               self.metrics->CountProbeRun(row.collective, sidecar::ProbeResult::kOk);
+              self.record_ns.push_back(std::chrono::duration<double, std::nano>(
+                                           std::chrono::steady_clock::now() - started)
+                                           .count());
             }
             times.push_back(row.time_us);
           }
@@ -190,6 +215,19 @@ int Main(int argc, char** argv) {
   std::printf("metrics on:  median probe time %.1f us\n", Median(on_us));
   std::printf("on/off ratio of medians %.4f; median of paired block ratios %.4f\n",
               Median(on_us) / Median(off_us), Median(pair_ratios));
+  // The direct costs, against the probe time they would add to.
+  std::vector<double> record_ns;
+  for (const auto& rank : ranks) {
+    record_ns.insert(record_ns.end(), rank->record_ns.begin(), rank->record_ns.end());
+  }
+  const double probe_us = Median(off_us);
+  const double record_us = Median(record_ns) / 1e3;
+  const double scrape = scrape_us.empty() ? 0 : Median(scrape_us);
+  std::printf("recording a probe's row: median %.2f us (%.4f%% of the median probe time); "
+              "%.2f us on a quiet thread\n",
+              record_us, 100 * record_us / probe_us, quiet_record_us);
+  std::printf("serving a scrape: median %.0f us wall; one scrape every %d ms is %.4f%% of a core\n",
+              scrape, args.scrape_ms, 100 * scrape / (args.scrape_ms * 1e3));
   return 0;
 }
 

@@ -27,10 +27,12 @@
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "operator/yaml/yaml_to_json.h"
+#include "tests/bench/bench_args.h"
 #include "tests/devcluster/devcluster.h"
 
 namespace {
 
+using ringleader::bench::Median;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
@@ -179,11 +181,6 @@ Result RunOnce(const Settings& settings) {
   return result;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 }  // namespace
 

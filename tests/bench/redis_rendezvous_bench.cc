@@ -26,6 +26,8 @@
 #include <gloo/rendezvous/redis_store.h>
 #include <hiredis/hiredis.h>
 
+#include "tests/bench/bench_args.h"
+
 namespace ringleader::bench {
 namespace {
 
@@ -39,26 +41,14 @@ struct Args {
   int threads = 4;  // per process
 };
 
-std::vector<std::uint32_t> ParseList(const std::string& text) {
-  std::vector<std::uint32_t> values;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    values.push_back(static_cast<std::uint32_t>(std::stoul(text.substr(at, comma - at))));
-    at = comma + 1;
-  }
-  return values;
-}
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::string value = argv[i + 1];
+  ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--port") {
       args.port = std::stoi(value);
     } else if (flag == "--ranks") {
-      args.ranks = ParseList(value);
+      args.ranks = ParseList<std::uint32_t>(value);
     } else if (flag == "--repetitions") {
       args.repetitions = std::stoi(value);
     } else if (flag == "--processes") {
@@ -66,9 +56,10 @@ Args ParseArgs(int argc, char** argv) {
     } else if (flag == "--threads") {
       args.threads = std::stoi(value);
     } else {
-      throw std::invalid_argument("unknown flag " + flag);
+      return false;
     }
-  }
+    return true;
+  });
   return args;
 }
 

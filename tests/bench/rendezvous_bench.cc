@@ -34,11 +34,14 @@
 #include "sidecar/rendezvous/auth.h"
 #include "sidecar/rendezvous/protocol.h"
 #include "sidecar/rendezvous/store_server.h"
+#include "tests/bench/bench_args.h"
 
 namespace ringleader::rendezvous {
 namespace {
 
 namespace asio = boost::asio;
+using bench::ParseFlags;
+using bench::ParseList;
 using asio::awaitable;
 using asio::use_awaitable;
 using tcp = asio::ip::tcp;
@@ -54,24 +57,12 @@ struct Args {
   int window = 1024;  // handshakes in flight per client thread
 };
 
-std::vector<std::uint32_t> ParseList(const std::string& text) {
-  std::vector<std::uint32_t> values;
-  std::size_t at = 0;
-  while (at <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', at), text.size());
-    values.push_back(static_cast<std::uint32_t>(std::stoul(text.substr(at, comma - at))));
-    at = comma + 1;
-  }
-  return values;
-}
 
 Args ParseArgs(int argc, char** argv) {
   Args args;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    const std::string value = argv[i + 1];
+  ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--ranks") {
-      args.ranks = ParseList(value);
+      args.ranks = ParseList<std::uint32_t>(value);
     } else if (flag == "--repetitions") {
       args.repetitions = std::stoi(value);
     } else if (flag == "--threads") {
@@ -79,9 +70,10 @@ Args ParseArgs(int argc, char** argv) {
     } else if (flag == "--window") {
       args.window = std::stoi(value);
     } else {
-      throw std::invalid_argument("unknown flag " + flag);
+      return false;
     }
-  }
+    return true;
+  });
   return args;
 }
 
@@ -218,11 +210,9 @@ struct Run {
 
 // No temporaries with destructors inside co_await expressions: GCC 12 destroys some twice.
 
-// After the barrier request: its reply, then rank 0's record.
+// After the join's requests: the barrier's reply, then rank 0's record.
 awaitable<void> Finish(std::shared_ptr<Connection> connection, Run& run) {
   co_await Expect<Ok>(*connection, "Barrier");
-  const std::string get = EncodeMessage(Get{"ranks/0"});
-  co_await asio::async_write(connection->socket, asio::buffer(get), use_awaitable);
   const Value record = co_await Expect<Value>(*connection, "Get");
   if (record.value != "10.0.0.0") {
     throw std::runtime_error("wrong record for rank 0: " + record.value);
@@ -235,8 +225,10 @@ awaitable<void> Finish(std::shared_ptr<Connection> connection, Run& run) {
   ++run.done;
 }
 
-// Connects, authenticates, publishes and enters the barrier; the rest goes on in Finish so
-// that this worker can start the next rank.
+// What the sidecar's StoreClient sends (Connect with an attempt, then Join): Hello; the Proof
+// with a Get of the server's gang attempt; then Set, Barrier and the Get of rank 0's record in
+// one write. Waits for the Set's reply; the rest goes on in Finish so that this worker can start
+// the next rank.
 awaitable<void> Enter(std::uint32_t rank, Run& run) {
   auto executor = co_await asio::this_coro::executor;
   auto connection = std::make_shared<Connection>(tcp::socket(executor));
@@ -254,12 +246,18 @@ awaitable<void> Enter(std::uint32_t rank, Run& run) {
   const Challenge challenge = co_await Expect<Challenge>(*connection, "Hello");
   Proof proof;
   proof.hmac = ComputeProof(kToken, challenge.nonce, rank);
-  const std::string proof_frame = EncodeMessage(proof);
-  co_await asio::async_write(connection->socket, asio::buffer(proof_frame), use_awaitable);
+  const std::string proof_frames =
+      EncodeMessage(proof) + EncodeMessage(Get{std::string(kAttemptKey)});
+  co_await asio::async_write(connection->socket, asio::buffer(proof_frames), use_awaitable);
   co_await Expect<Welcome>(*connection, "Proof");
+  const Value attempt = co_await Expect<Value>(*connection, "Get attempt");
+  if (attempt.value != "0") {
+    throw std::runtime_error("wrong gang attempt: " + attempt.value);
+  }
   const std::string record = "10.0.0." + std::to_string(rank);
   const std::string requests = EncodeMessage(Set{"ranks/" + std::to_string(rank), record}) +
-                               EncodeMessage(Barrier{"join", kBarrierTimeoutMs});
+                               EncodeMessage(Barrier{"join", kBarrierTimeoutMs}) +
+                               EncodeMessage(Get{"ranks/0"});
   co_await asio::async_write(connection->socket, asio::buffer(requests), use_awaitable);
   co_await Expect<Ok>(*connection, "Set");
   asio::co_spawn(executor, Finish(connection, run), [&run](std::exception_ptr error) {

@@ -105,6 +105,34 @@ TEST(ProbeArithmeticTest, SweepStepsByTheFactorAndSkipsSizesTooSmallForEveryRank
   EXPECT_EQ(rows[5].count, 8u);
 }
 
+TEST(ProbeBuffersTest, GrowOnlyWhenAProbeNeedsMoreAndKeepTheLargerSideOfEach) {
+  ScriptedCommunicator comm(0, 2, {});
+  ProbeBuffers buffers(comm);
+  Buffers& first = buffers.AtLeast(100, 10);
+  EXPECT_EQ(comm.allocations(), 1);
+  EXPECT_EQ(&buffers.AtLeast(50, 10), &first);  // smaller: the same buffers again
+  EXPECT_EQ(comm.allocations(), 1);
+  Buffers& grown = buffers.AtLeast(10, 400);
+  EXPECT_EQ(comm.allocations(), 2);
+  EXPECT_EQ(grown.send_elems(), 100u);  // the send side keeps what it had
+  EXPECT_EQ(grown.recv_elems(), 400u);
+}
+
+TEST(ProbeBuffersTest, ASweepAllocatesOnlyWhenTheSizeGrows) {
+  ScriptedCommunicator comm(0, 2, {});
+  ProbeOptions options;
+  options.check = false;
+  const Collective all_reduce[] = {Collective::kAllReduce};
+  const std::vector<ProbeRow> rows =
+      Sweep(comm, all_reduce, {.min_bytes = 64, .max_bytes = 1024, .factor = 2}, options);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(comm.allocations(), 5);  // each size is larger than the last
+  const Collective again[] = {Collective::kAllReduce, Collective::kBroadcast};
+  ScriptedCommunicator shrinking(0, 2, {});
+  Sweep(shrinking, again, {.min_bytes = 1024, .max_bytes = 1024, .factor = 2}, options);
+  EXPECT_EQ(shrinking.allocations(), 1);  // broadcast reuses all_reduce's buffers
+}
+
 TEST(ProbeFormatTest, TableHasNcclTestsColumns) {
   ProbeRow row;
   row.collective = Collective::kAllReduce;
@@ -193,6 +221,17 @@ TEST_P(ProbeTest, ACorruptedInputIsCountedWhereverItLands) {
     for (const auto& [collective, wrong] : cases) {
       const ProbeRow row = RunProbe(*comm, collective, 33, options);
       EXPECT_EQ(row.wrong, wrong) << CollectiveName(collective);
+    }
+    // Again in buffers a larger, clean probe left behind: what lies past the probe's elements
+    // must neither hide nor add a wrong one.
+    ProbeBuffers buffers(*comm);
+    ProbeOptions clean = options;
+    clean.corrupt_rank_for_test = -1;
+    for (const auto& [collective, wrong] : cases) {
+      EXPECT_EQ(RunProbe(*comm, collective, 1000, clean, &buffers).wrong, 0u)
+          << CollectiveName(collective);
+      EXPECT_EQ(RunProbe(*comm, collective, 33, options, &buffers).wrong, wrong)
+          << CollectiveName(collective) << " in reused buffers";
     }
   });
   EXPECT_EQ(Failures(outcomes), "");

@@ -23,6 +23,7 @@ class ScriptedCommunicator final : public Communicator {
   std::string_view transport() const override { return "none"; }
 
   std::unique_ptr<Buffers> Allocate(std::size_t send_elems, std::size_t recv_elems) override {
+    ++allocations_;
     return std::make_unique<HostBuffers>(send_elems, recv_elems);
   }
   void Synchronize() override { ++synchronizes_; }
@@ -38,6 +39,7 @@ class ScriptedCommunicator final : public Communicator {
 
   int runs() const { return runs_; }
   int synchronizes() const { return synchronizes_; }
+  int allocations() const { return allocations_; }
   const std::vector<double>& gathered() const { return gathered_; }  // values this rank offered
 
  protected:
@@ -70,6 +72,7 @@ class ScriptedCommunicator final : public Communicator {
   std::deque<std::vector<double>> gathers_;
   std::vector<double> gathered_;
   int runs_ = 0;
+  int allocations_ = 0;
   int synchronizes_ = 0;
 };
 
