@@ -492,7 +492,10 @@ class Planner {
     const auto all = [&current](auto predicate) {
       return std::all_of(current.begin(), current.end(), predicate);
     };
-    if (complete_gang && all([](const PodView* pod) { return pod->sidecar_started || pod->phase == "Succeeded"; })) {
+    // With the preflight disabled a started sidecar proves only the rendezvous, so no
+    // PreflightPassed is claimed.
+    if (job_.spec.communication.preflight.enabled && complete_gang &&
+        all([](const PodView* pod) { return pod->sidecar_started || pod->phase == "Succeeded"; })) {
       if (!next_.IsTrue(kPreflightPassed)) {
         Condition(kPreflightPassed, true, "PreflightPassed",
                   "every rank's sidecar passed the preflight", "Normal");

@@ -75,7 +75,6 @@ json BenchPod(int index) {
                                         {{"name", "sidecar"}, {"image", "ringleader/sidecar:1"}}})}}}};
 }
 
-
 double Percentile(std::vector<double> values, double p) {
   std::sort(values.begin(), values.end());
   const auto index = static_cast<std::size_t>(p * static_cast<double>(values.size() - 1));

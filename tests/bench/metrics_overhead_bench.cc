@@ -62,7 +62,6 @@ Args ParseArgs(int argc, char** argv) {
   return args;
 }
 
-
 // GET /metrics over HTTP/1.0; returns the bytes read (0 on failure).
 std::size_t Scrape(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);

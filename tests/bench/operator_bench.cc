@@ -181,7 +181,6 @@ Result RunOnce(const Settings& settings) {
   return result;
 }
 
-
 }  // namespace
 
 int main(int argc, char** argv) {

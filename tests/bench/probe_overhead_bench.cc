@@ -43,7 +43,6 @@ struct Args {
   int iters = 4;
 };
 
-
 Args ParseArgs(int argc, char** argv) {
   Args args;
   ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
@@ -62,7 +61,6 @@ Args ParseArgs(int argc, char** argv) {
   });
   return args;
 }
-
 
 void AllReduce(const std::shared_ptr<gloo::Context>& context, float* in, float* out,
                std::size_t count) {

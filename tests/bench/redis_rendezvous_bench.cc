@@ -41,7 +41,6 @@ struct Args {
   int threads = 4;  // per process
 };
 
-
 Args ParseArgs(int argc, char** argv) {
   Args args;
   ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {

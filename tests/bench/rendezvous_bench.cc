@@ -57,7 +57,6 @@ struct Args {
   int window = 1024;  // handshakes in flight per client thread
 };
 
-
 Args ParseArgs(int argc, char** argv) {
   Args args;
   ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {

@@ -201,6 +201,20 @@ TEST(PlanTest, ReplanningAfterApplyingYieldsNoActions) {
   }
 }
 
+TEST(PlanTest, ADisabledPreflightIsNeverReportedAsPassed) {
+  json spec = MinimalJob("demo", 2);
+  spec["spec"]["communication"]["preflight"]["enabled"] = false;
+  FakeCluster cluster(spec);
+  StartRunning(cluster, At(0));
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["state"], "Running");
+  EXPECT_EQ(FindCondition(job, "PreflightPassed"), nullptr);
+  cluster.SetAllPhases("Succeeded");
+  cluster.ReconcileUntilStable(At(30));
+  EXPECT_EQ(job["status"]["state"], "Succeeded");
+  EXPECT_EQ(FindCondition(job, "PreflightPassed"), nullptr);
+}
+
 TEST(PlanTest, AllPodsRunningThenSucceededMovesConditions) {
   FakeCluster cluster(MinimalJob("demo", 2));
   StartRunning(cluster, At(0));

@@ -655,9 +655,9 @@ TEST(StoreServerTest, HalfClosedClientIsAnsweredThenClosed) {
   EXPECT_TRUE(Eventually([&] { return server.Stats().open == 0; }));
 }
 
-// The stall the server fuzzer found: replies over the output budget pause reading while the
-// client's last requests and its FIN already sit in the socket. Their readiness edge has come
-// and gone by the time reading resumes, so the server must read rather than wait for another.
+// Replies over the output budget pause reading while the client's last requests and its FIN
+// already sit in the socket. Their readiness edge may have come and gone by the time reading
+// resumes (Asio's epoll is edge-triggered), so the server must read rather than wait for another.
 TEST(StoreServerTest, RequestsAndFinThatArriveWhileRepliesAreOverBudgetAreStillServed) {
   ServerOptions options = Options(1);
   options.max_buffered_bytes = 64 * 1024;
