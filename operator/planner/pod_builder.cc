@@ -198,7 +198,8 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   spec["hostname"] = name;
   spec["subdomain"] = job.metadata.name;
   spec["restartPolicy"] = "Never";
-  if (HostNetwork(job, config)) {
+  const bool host_network = HostNetwork(job, config);
+  if (host_network) {
     spec["hostNetwork"] = true;
     spec["dnsPolicy"] = "ClusterFirstWithHostNet";
   }
@@ -217,7 +218,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   const json trainer_env = TrainerEnv(job, rank, ports, master_addr);
   json& containers = spec["containers"];
   for (std::size_t i = 0; i < containers.size(); ++i) {
-    AddTrainerParts(containers[i], trainer_env, i == 0, job, ports, HostNetwork(job, config));
+    AddTrainerParts(containers[i], trainer_env, i == 0, job, ports, host_network);
   }
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};

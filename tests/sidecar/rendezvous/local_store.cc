@@ -1,5 +1,7 @@
 #include "tests/sidecar/rendezvous/local_store.h"
 
+#include <thread>
+
 namespace ringleader::rendezvous::testing {
 
 ServerOptions LocalServerOptions(const std::string& token, std::uint32_t world_size,
@@ -24,6 +26,17 @@ ClientOptions LocalClientOptions(const std::string& token, std::uint16_t port, s
   options.deadline = std::chrono::steady_clock::now() + timeout;
   options.io_timeout = io_timeout;
   return options;
+}
+
+bool Eventually(const std::function<bool()>& cond, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace ringleader::rendezvous::testing

@@ -1,8 +1,10 @@
-// Options for a rendezvous server and its clients on 127.0.0.1, shared by the store's tests.
+// Options for a rendezvous server and its clients on 127.0.0.1, and a condition poll, shared by
+// the store's tests.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "sidecar/rendezvous/store_client.h"
@@ -20,5 +22,9 @@ ClientOptions LocalClientOptions(const std::string& token, std::uint16_t port, s
                                  std::uint32_t world_size,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(10),
                                  std::chrono::milliseconds io_timeout = std::chrono::seconds(10));
+
+// Polls cond until it holds or `within` passes; true if it held.
+bool Eventually(const std::function<bool()>& cond,
+                std::chrono::milliseconds within = std::chrono::seconds(5));
 
 }  // namespace ringleader::rendezvous::testing

@@ -218,11 +218,7 @@ TEST(StoreClientTest, SetBarrierMultiGetReadsRecordsPublishedWhileItWaited) {
                                                {"ranks/0", "ranks/1", "ranks/9"});
   });
   // Rank 1 publishes only once rank 0 is parked at the barrier.
-  const auto deadline = Clock::now() + seconds(10);
-  while (server.Stats().pending == 0 && Clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  ASSERT_EQ(server.Stats().pending, 1U);
+  ASSERT_TRUE(testing::Eventually([&] { return server.Stats().pending == 1; }, seconds(10)));
   Result<std::unique_ptr<StoreClient>> second =
       StoreClient::Connect(ClientFor(server.port(), 1, 2));
   ASSERT_TRUE(second.ok()) << second.error();

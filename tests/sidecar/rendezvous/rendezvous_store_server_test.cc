@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,17 +36,7 @@ using std::chrono::seconds;
 
 constexpr char kToken[] = "s3cret-job-token";
 
-// Polls cond until it holds or within passes; true if it held.
-bool Eventually(const std::function<bool()>& cond, milliseconds within = seconds(5)) {
-  const auto deadline = Clock::now() + within;
-  while (!cond()) {
-    if (Clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(milliseconds(1));
-  }
-  return true;
-}
+using testing::Eventually;
 
 ServerOptions Options(std::uint32_t world_size) { return testing::LocalServerOptions(kToken, world_size); }
 
