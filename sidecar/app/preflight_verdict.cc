@@ -26,8 +26,17 @@ std::string FormatBandwidth(double bytes_per_second) {
   return text;
 }
 
+std::string DescribeRank(int rank, int local_ranks) {
+  std::string text = "rank " + std::to_string(rank);
+  if (local_ranks > 1) {
+    text += " (Pod rank " + std::to_string(rank / local_ranks) + ", local rank " +
+            std::to_string(rank % local_ranks) + ")";
+  }
+  return text;
+}
+
 PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
-                                std::int64_t min_bus_bandwidth) {
+                                std::int64_t min_bus_bandwidth, int local_ranks) {
   PreflightVerdict verdict;
   const collectives::ProbeRow* largest = nullptr;
   for (const auto& row : rows) {
@@ -56,8 +65,8 @@ PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
   if (min_bus_bandwidth > 0 && busbw < static_cast<double>(min_bus_bandwidth)) {
     verdict.reason = "all_reduce bus bandwidth " + FormatBandwidth(busbw) + " at " +
                      FormatBytes(largest->bytes) + " is below the floor " +
-                     FormatBandwidth(static_cast<double>(min_bus_bandwidth)) + "; slowest rank " +
-                     std::to_string(largest->slowest_rank);
+                     FormatBandwidth(static_cast<double>(min_bus_bandwidth)) + "; slowest " +
+                     DescribeRank(largest->slowest_rank, local_ranks);
     return verdict;
   }
   verdict.passed = true;

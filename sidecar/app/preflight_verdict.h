@@ -23,9 +23,13 @@ struct PreflightVerdict {
 
 // Fails on any wrong element (data corruption beats slowness), on a sweep without an all_reduce
 // row, or when the largest all_reduce row's busbw is below `min_bus_bandwidth` (bytes/s; 0 means
-// no floor).
+// no floor). Rows' ranks are communicator ranks, `local_ranks` to a Pod (DescribeRank).
 PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
-                                std::int64_t min_bus_bandwidth);
+                                std::int64_t min_bus_bandwidth, int local_ranks = 1);
+
+// "rank 5", or with several ranks to a Pod "rank 5 (Pod rank 2, local rank 1)": communicator
+// rank r is local rank r % local_ranks of Pod rank r / local_ranks.
+std::string DescribeRank(int rank, int local_ranks);
 
 // "12.3 GB/s" (decimal, as nccl-tests prints).
 std::string FormatBandwidth(double bytes_per_second);

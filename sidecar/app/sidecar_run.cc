@@ -20,6 +20,7 @@
 #include "sidecar/app/preflight_verdict.h"
 #include "sidecar/collectives/bus_bandwidth.h"
 #include "sidecar/collectives/gloo_communicator.h"
+#include "sidecar/collectives/local_ranks.h"
 #include "sidecar/collectives/probe.h"
 #include "sidecar/contract/summary.h"
 #include "sidecar/rendezvous/join.h"
@@ -60,8 +61,10 @@ class SidecarRun {
   SidecarRun(const SidecarConfig& config, const std::atomic<bool>& stop)
       : config_(config),
         stop_(stop),
+        nccl_(UseNccl(config)),
+        local_ranks_(LocalRankCount(config, nccl_)),
         registry_(std::make_shared<prometheus::Registry>()),
-        metrics_(*registry_, config.rank, config.world_size()) {}
+        metrics_(*registry_, config.rank, config.world_size(), local_ranks_) {}
 
   int Run() {
     try {
@@ -95,8 +98,9 @@ class SidecarRun {
     if (!server_) {
       return;
     }
-    comm_.reset();
-    store_.reset();
+    ranks_.reset();
+    stores_.clear();
+    sibling_clients_.clear();
     client_.reset();
     server_->WaitUntilEveryRankLeft(std::chrono::seconds(3));
   }
@@ -193,66 +197,121 @@ class SidecarRun {
     contract.node_rank = config_.rank;
     contract.job_name = config_.job_name;
     contract.job_namespace = config_.job_namespace;
-    contract.backend = std::string(UseNccl() ? "nccl" : "gloo");
+    contract.backend = std::string(nccl_ ? "nccl" : "gloo");
     WriteContractFile(config_.contract_file, contract);
     Log("wrote the resolved contract to " + config_.contract_file);
   }
 
-  bool UseNccl() const {
+  static bool UseNccl(const SidecarConfig& config) {
 #ifdef RINGLEADER_WITH_NCCL
-    if (config_.backend == Backend::kNccl) {
+    if (config.backend == Backend::kNccl) {
       return true;
     }
-    return config_.backend == Backend::kAuto && config_.gpus_per_replica > 0 &&
+    return config.backend == Backend::kAuto && config.gpus_per_replica > 0 &&
            collectives::VisibleCudaDevices() > 0;
 #else
     return false;
 #endif
   }
 
+  // One rank per GPU with nccl unless the config says otherwise (sidecar_config.h).
+  static int LocalRankCount(const SidecarConfig& config, bool nccl) {
+    if (config.local_ranks > 0) {
+      return config.local_ranks;
+    }
+    return nccl ? std::max(1, config.gpus_per_replica) : 1;
+  }
+
+  // Global rank of local rank `local`: Pod ranks' blocks in order, so a Pod's GPUs are
+  // neighbours in the ring.
+  int GlobalRank(int local) const { return config_.rank * local_ranks_ + local; }
+  int GlobalSize() const { return config_.world_size() * local_ranks_; }
+
+  // Local rank 0 bootstraps through the join's connection; each further one opens its own,
+  // since a wait on a connection holds it and every local rank waits for the others' keys.
+  gloo::rendezvous::Store& StoreFor(int local) {
+    return *stores_.at(static_cast<std::size_t>(local));
+  }
+
+  void ConnectStores(std::chrono::milliseconds timeout) {
+    stores_.push_back(std::make_unique<GlooStoreAdapter>(*client_, timeout));
+    for (int local = 1; local < local_ranks_; ++local) {
+      rendezvous::ClientOptions options;
+      options.host = config_.rendezvous_addr;
+      options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
+      options.token = config_.token;
+      options.rank = static_cast<std::uint32_t>(config_.rank);
+      options.world_size = static_cast<std::uint32_t>(config_.world_size());
+      options.attempt = static_cast<std::uint32_t>(config_.attempt);
+      options.deadline = Clock::now() + timeout;
+      auto connected = rendezvous::StoreClient::Connect(options);
+      if (!connected) {
+        throw RunFailure("local rank " + std::to_string(local) + ": " + connected.error());
+      }
+      sibling_clients_.push_back(std::move(connected).value());
+      stores_.push_back(std::make_unique<GlooStoreAdapter>(*sibling_clients_.back(), timeout));
+    }
+  }
+
   void MakeCommunicator() {
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.preflight_timeout);
-    store_ = std::make_unique<GlooStoreAdapter>(*client_, timeout);
     SidecarInfo info;
     info.job = config_.job_name;
     info.job_namespace = config_.job_namespace;
-    try {
-      if (UseNccl()) {
+    if (nccl_) {
 #ifdef RINGLEADER_WITH_NCCL
-        if (collectives::VisibleCudaDevices() == 0) {
-          throw RunFailure("backend nccl: this container sees no CUDA device");
-        }
-        collectives::NcclOptions options;
-        options.rank = config_.rank;
-        options.size = config_.world_size();
-        options.prefix = "nccl/0/";
-        options.timeout = timeout;
-        comm_ = std::make_unique<collectives::NcclCommunicator>(*store_, options);
-        info.nccl_version = gpu::FormatNcclVersion(gpu::InspectGpus().nccl_version_code);
-#endif
-      } else {
-        if (config_.backend == Backend::kNccl) {
-          throw RunFailure("backend nccl: this sidecar was built without NCCL");
-        }
-        collectives::GlooOptions options;
-        options.rank = config_.rank;
-        options.size = config_.world_size();
-        options.prefix = "gloo/0/";
-        options.hostname = OwnAddress();
-        options.timeout = timeout;
-        comm_ = std::make_unique<collectives::GlooCommunicator>(*store_, options);
+      const int devices = collectives::VisibleCudaDevices();
+      if (devices == 0) {
+        throw RunFailure("backend nccl: this container sees no CUDA device");
       }
+      if (devices < local_ranks_) {
+        throw RunFailure("backend nccl: " + std::to_string(local_ranks_) +
+                         " local ranks need as many CUDA devices, this container sees " +
+                         std::to_string(devices));
+      }
+      info.nccl_version = gpu::FormatNcclVersion(gpu::InspectGpus().nccl_version_code);
+#endif
+    } else if (config_.backend == Backend::kNccl) {
+      throw RunFailure("backend nccl: this sidecar was built without NCCL");
+    }
+    ConnectStores(timeout);
+    try {
+      ranks_.emplace(collectives::LocalRanks::Connect(
+          local_ranks_, [&](int local) { return MakeLocalCommunicator(local, timeout); }));
     } catch (const collectives::CommunicatorError& error) {
       throw RunFailure(DiagnosePeerFailure("connecting the communicator", error.what()));
     }
-    info.backend = std::string(comm_->backend());
-    info.transport = std::string(comm_->transport());
+    info.backend = std::string(ranks_->first().backend());
+    info.transport = std::string(ranks_->first().transport());
     metrics_.SetInfo(info);
     {
       std::lock_guard lock(summary_mutex_);
       summary_.backend = info.backend;
     }
-    Log("communicator up: " + info.backend + " over " + info.transport);
+    Log("communicator up: " + info.backend + " over " + info.transport + ", " +
+        std::to_string(local_ranks_) + " local rank(s) of " + std::to_string(GlobalSize()));
+  }
+
+  std::unique_ptr<collectives::Communicator> MakeLocalCommunicator(
+      int local, std::chrono::milliseconds timeout) {
+#ifdef RINGLEADER_WITH_NCCL
+    if (nccl_) {
+      collectives::NcclOptions options;
+      options.rank = GlobalRank(local);
+      options.size = GlobalSize();
+      options.prefix = "nccl/0/";
+      options.device = local;
+      options.timeout = timeout;
+      return std::make_unique<collectives::NcclCommunicator>(StoreFor(local), options);
+    }
+#endif
+    collectives::GlooOptions options;
+    options.rank = GlobalRank(local);
+    options.size = GlobalSize();
+    options.prefix = "gloo/0/";
+    options.hostname = OwnAddress();
+    options.timeout = timeout;
+    return std::make_unique<collectives::GlooCommunicator>(StoreFor(local), options);
   }
 
   int RunMode() {
@@ -306,20 +365,25 @@ class SidecarRun {
     sweep.max_bytes = static_cast<std::size_t>(config_.preflight_max_bytes);
     sweep.factor = static_cast<std::size_t>(config_.preflight_step_factor);
     const auto started = Clock::now();
-    std::vector<collectives::ProbeRow> rows = Guard(Collective::kAllReduce, "the preflight sweep", [&] {
-      const Collective all_reduce[] = {Collective::kAllReduce};
-      auto measured = collectives::Sweep(*comm_, all_reduce, sweep, options);
-      // Every other collective once, at the largest size: each must work and return exact data.
-      const Collective others[] = {Collective::kAllGather, Collective::kReduceScatter,
-                                   Collective::kBroadcast, Collective::kAllToAll,
-                                   Collective::kSendRecv};
-      collectives::SweepRange largest{sweep.max_bytes, sweep.max_bytes, sweep.factor};
-      for (auto& row : collectives::Sweep(*comm_, others, largest, options)) {
-        measured.push_back(row);
-      }
-      return measured;
-    });
-    const PreflightVerdict verdict = JudgePreflight(rows, config_.preflight_min_bus_bandwidth);
+    std::vector<collectives::ProbeRow> rows =
+        Guard(Collective::kAllReduce, "the preflight sweep", [&] {
+          return ranks_->OnEach([&](collectives::Communicator& comm, int) {
+            const Collective all_reduce[] = {Collective::kAllReduce};
+            auto measured = collectives::Sweep(comm, all_reduce, sweep, options);
+            // Every other collective once, at the largest size: each must work and return exact
+            // data.
+            const Collective others[] = {Collective::kAllGather, Collective::kReduceScatter,
+                                         Collective::kBroadcast, Collective::kAllToAll,
+                                         Collective::kSendRecv};
+            collectives::SweepRange largest{sweep.max_bytes, sweep.max_bytes, sweep.factor};
+            for (auto& row : collectives::Sweep(comm, others, largest, options)) {
+              measured.push_back(row);
+            }
+            return measured;
+          });
+        });
+    const PreflightVerdict verdict =
+        JudgePreflight(rows, config_.preflight_min_bus_bandwidth, local_ranks_);
     for (const auto& row : rows) {
       RecordRow(row, verdict.passed ? ProbeResult::kOk : ProbeResult::kBelowFloor);
     }
@@ -328,7 +392,7 @@ class SidecarRun {
     const std::string table = collectives::FormatTable(rows);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     if (config_.rank == 0 || !verdict.passed) {
-      std::cout << "# ringleader preflight, " << comm_->backend() << ", " << config_.world_size()
+      std::cout << "# ringleader preflight, " << ranks_->first().backend() << ", " << GlobalSize()
                 << " ranks, " << seconds << " s\n"
                 << table << std::flush;
     }
@@ -374,19 +438,29 @@ class SidecarRun {
     options.iters = 5;
     Log("monitoring: all_reduce of " + std::to_string(bytes) + " bytes every " +
         std::to_string(config_.monitor_interval.count()) + " s");
-    collectives::ProbeBuffers buffers(*comm_);  // every interval's probes time warm memory
+    // Every interval's probes time warm memory: one buffer set per local rank, kept.
+    std::vector<collectives::ProbeBuffers> buffers;
+    buffers.reserve(static_cast<std::size_t>(local_ranks_));
+    for (int local = 0; local < local_ranks_; ++local) {
+      buffers.emplace_back(ranks_->at(local));
+    }
+    const auto kept = [&](int local) { return &buffers[static_cast<std::size_t>(local)]; };
     while (!stop_.load()) {
       const std::size_t count = std::max<std::size_t>(
-          1, collectives::CountPerRank(Collective::kAllReduce, bytes, config_.world_size()));
+          1, collectives::CountPerRank(Collective::kAllReduce, bytes, GlobalSize()));
       const auto row = Guard(Collective::kAllReduce, "the monitor's all_reduce probe", [&] {
-        return collectives::RunProbe(*comm_, Collective::kAllReduce, count, options, &buffers);
+        return ranks_->OnEach([&](collectives::Communicator& comm, int local) {
+          return collectives::RunProbe(comm, Collective::kAllReduce, count, options, kept(local));
+        });
       });
       RecordRow(row, ProbeResult::kOk);
       UpdateSummary("", row.busbw_gbps * 1e9, row.slowest_rank);
-      if (comm_->size() > 1) {
+      if (GlobalSize() > 1) {
         const auto ring = Guard(Collective::kSendRecv, "the monitor's ring sendrecv probe", [&] {
-          return collectives::Pairwise(*comm_, collectives::PairPattern::kRingNeighbour, bytes,
-                                       options, &buffers);
+          return ranks_->OnEach([&](collectives::Communicator& comm, int local) {
+            return collectives::Pairwise(comm, collectives::PairPattern::kRingNeighbour, bytes,
+                                         options, kept(local));
+          });
         });
         RecordEdges(ring);
       }
@@ -402,12 +476,16 @@ class SidecarRun {
   }
 
   void RecordEdges(const collectives::PairwiseResult& result) {
+    const int first = GlobalRank(0);
+    const auto is_local = [&](int rank) { return rank >= first && rank < first + local_ranks_; };
     for (const auto& edge : result.edges) {
-      if (edge.to == config_.rank) {
-        metrics_.SetEdgeBandwidth(edge.from, Direction::kRecv, edge.bandwidth_gbps * 1e9);
+      if (is_local(edge.to)) {
+        metrics_.SetEdgeBandwidth(edge.to - first, edge.from, Direction::kRecv,
+                                  edge.bandwidth_gbps * 1e9);
       }
-      if (edge.from == config_.rank) {
-        metrics_.SetEdgeBandwidth(edge.to, Direction::kSend, edge.bandwidth_gbps * 1e9);
+      if (is_local(edge.from)) {
+        metrics_.SetEdgeBandwidth(edge.from - first, edge.to, Direction::kSend,
+                                  edge.bandwidth_gbps * 1e9);
       }
     }
   }
@@ -420,11 +498,13 @@ class SidecarRun {
     options.iters = config_.preflight_iterations;
     for (const auto pattern : {collectives::PairPattern::kRingNeighbour, collectives::PairPattern::kHalves}) {
       const bool ring = pattern == collectives::PairPattern::kRingNeighbour;
-      if (comm_->size() < 2 || (!ring && comm_->size() % 2 != 0)) {
+      if (GlobalSize() < 2 || (!ring && GlobalSize() % 2 != 0)) {
         continue;
       }
       const auto result = Guard(Collective::kSendRecv, "the pairwise sendrecv probe", [&] {
-        return collectives::Pairwise(*comm_, pattern, bytes, options);
+        return ranks_->OnEach([&](collectives::Communicator& comm, int) {
+          return collectives::Pairwise(comm, pattern, bytes, options);
+        });
       });
       RecordEdges(result);
       if (config_.rank == 0) {
@@ -433,8 +513,8 @@ class SidecarRun {
         for (const auto& edge : result.edges) {
           std::cout << "  " << edge.name() << "  " << FormatBandwidth(edge.bandwidth_gbps * 1e9) << "\n";
         }
-        std::cout << "  slowest edge " << result.slowest_edge << " (rank " << result.slowest_rank
-                  << ")\n"
+        std::cout << "  slowest edge " << result.slowest_edge << " ("
+                  << DescribeRank(result.slowest_rank, local_ranks_) << ")\n"
                   << std::flush;
       }
       if (result.wrong > 0) {
@@ -472,6 +552,8 @@ class SidecarRun {
 
   const SidecarConfig& config_;
   const std::atomic<bool>& stop_;
+  const bool nccl_;        // the backend, decided once at the start
+  const int local_ranks_;  // ranks this sidecar drives (LocalRankCount)
   std::shared_ptr<prometheus::Registry> registry_;
   SidecarMetrics metrics_;
   std::mutex summary_mutex_;
@@ -479,8 +561,10 @@ class SidecarRun {
   std::unique_ptr<EndpointServer> endpoints_;
   std::unique_ptr<rendezvous::StoreServer> server_;
   std::unique_ptr<rendezvous::StoreClient> client_;
-  std::unique_ptr<GlooStoreAdapter> store_;
-  std::unique_ptr<collectives::Communicator> comm_;
+  // Connections of local ranks 1.. (local rank 0 uses client_), and each local rank's store.
+  std::vector<std::unique_ptr<rendezvous::StoreClient>> sibling_clients_;
+  std::vector<std::unique_ptr<GlooStoreAdapter>> stores_;
+  std::optional<collectives::LocalRanks> ranks_;
   std::string master_addr_;
 };
 

@@ -213,12 +213,22 @@ const std::vector<Setting>& Settings() {
       {"replicas", cenv::kReplicas, "N", "replicas in the job (the sidecars' world size)", true,
        [](S text, S where, C& c) { c.replicas = IntIn(text, 1, kMaxReplicas, where); },
        [](const C&) { return std::string(); }},
-      {"attempt", cenv::kAttempt, "N", "the gang attempt this Pod was created for; rank 0's store must serve it",
-       false, [](S text, S where, C& c) { c.attempt = IntIn(text, 0, std::numeric_limits<int>::max(), where); },
+      {"attempt", cenv::kAttempt, "N",
+       "the gang attempt this Pod was created for; rank 0's store must serve it", false,
+       [](S text, S where, C& c) {
+         c.attempt = IntIn(text, 0, std::numeric_limits<int>::max(), where);
+       },
        [](const C& c) { return std::to_string(c.attempt); }},
       {"gpus-per-replica", cenv::kGpusPerReplica, "N", "GPUs each replica holds", false,
-       [](S text, S where, C& c) { c.gpus_per_replica = IntIn(text, 0, kMaxGpusPerReplica, where); },
+       [](S text, S where, C& c) {
+         c.gpus_per_replica = IntIn(text, 0, kMaxGpusPerReplica, where);
+       },
        [](const C& c) { return std::to_string(c.gpus_per_replica); }},
+      {"local-ranks", env::kLocalRanks, "N",
+       "ranks this sidecar probes with, one thread each; 0: one per GPU with nccl, 1 with gloo",
+       false,
+       [](S text, S where, C& c) { c.local_ranks = IntIn(text, 0, kMaxGpusPerReplica, where); },
+       [](const C& c) { return std::to_string(c.local_ranks); }},
       {"rendezvous-addr", cenv::kRendezvousAddr, "HOST", "rank 0's address for rendezvous", true,
        [](S text, S where, C& c) { c.rendezvous_addr = Host(text, where); },
        [](const C& c) { return c.rendezvous_addr; }},
@@ -277,7 +287,9 @@ const std::vector<Setting>& Settings() {
        },
        [](const C& c) { return std::to_string(c.preflight_warmup_iterations); }},
       {"preflight-iterations", env::kPreflightIterations, "N", "timed calls at each size", false,
-       [](S text, S where, C& c) { c.preflight_iterations = IntIn(text, 1, kMaxIterations, where); },
+       [](S text, S where, C& c) {
+         c.preflight_iterations = IntIn(text, 1, kMaxIterations, where);
+       },
        [](const C& c) { return std::to_string(c.preflight_iterations); }},
       {"preflight-timeout-seconds", cenv::kPreflightTimeoutSeconds, "SECONDS",
        "the whole preflight's time limit", false,
@@ -486,6 +498,13 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
   }
   if (config.backend == Backend::kNccl && config.gpus_per_replica == 0) {
     Fail(sources["backend"], "nccl needs GPUs, but " + sources["gpus-per-replica"] + " is 0");
+  }
+  // With nccl, local rank l drives device l of the replica's GPUs.
+  if (config.backend != Backend::kGloo && config.gpus_per_replica > 0 &&
+      config.local_ranks > config.gpus_per_replica) {
+    Fail(sources["local-ranks"], std::to_string(config.local_ranks) + " exceeds " +
+                                     sources["gpus-per-replica"] + " (" +
+                                     std::to_string(config.gpus_per_replica) + ")");
   }
   if (config.mode == Mode::kPreflight && !config.preflight_enabled) {
     Fail(sources["mode"], "preflight, but " + sources["preflight-enabled"] + " is false");

@@ -28,6 +28,7 @@ inline constexpr std::string_view kMetricsBindAddress = "RINGLEADER_METRICS_BIND
 inline constexpr std::string_view kPreflightWarmupIterations = "RINGLEADER_PREFLIGHT_WARMUP_ITERATIONS";
 inline constexpr std::string_view kPreflightIterations = "RINGLEADER_PREFLIGHT_ITERATIONS";
 inline constexpr std::string_view kRendezvousTimeoutSeconds = "RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS";
+inline constexpr std::string_view kLocalRanks = "RINGLEADER_LOCAL_RANKS";
 }  // namespace env
 
 enum class Backend : std::uint8_t { kAuto, kGloo, kNccl };
@@ -49,6 +50,10 @@ struct SidecarConfig {
   int replicas = 0;  // required; the sidecars' world size
   int attempt = 0;   // the gang attempt (a restart makes a new one); rank 0's store must serve it
   int gpus_per_replica = 0;
+  // Ranks this sidecar drives in the probe communicator (one thread each; with nccl, local rank
+  // l drives CUDA device l); every sidecar must use the same number. 0: one per GPU with nccl,
+  // 1 with gloo (see SidecarRun).
+  int local_ranks = 0;
   std::string rendezvous_addr;  // required; rank 0's address
   int rendezvous_port = 0;      // required
   int metrics_port = 0;         // required; 0 picks a free port

@@ -96,9 +96,11 @@ std::string SizeBucket(std::uint64_t bytes) {
   return std::to_string(std::uint64_t{1} << (exponent % 10)) + std::string(kUnits[exponent / 10]);
 }
 
-SidecarMetrics::SidecarMetrics(prometheus::Registry& registry, int rank, int world_size)
+SidecarMetrics::SidecarMetrics(prometheus::Registry& registry, int rank, int world_size,
+                               int local_ranks)
     : rank_(rank),
       world_size_(world_size),
+      local_ranks_(local_ranks),
       busbw_(prometheus::BuildGauge()
                  .Name("ringleader_sidecar_bus_bandwidth_bytes_per_second")
                  .Help("Bus bandwidth of the last probe by collective and message size bucket "
@@ -136,8 +138,8 @@ SidecarMetrics::SidecarMetrics(prometheus::Registry& registry, int rank, int wor
                                .Register(registry)),
       edge_bandwidth_(prometheus::BuildGauge()
                           .Name("ringleader_sidecar_edge_bandwidth_bytes_per_second")
-                          .Help("Point-to-point bandwidth between this rank and a peer, by "
-                                "direction seen from this rank")
+                          .Help("Point-to-point bandwidth between one of this sidecar's ranks "
+                                "and a peer rank, by direction seen from this sidecar")
                           .Register(registry)),
       preflight_state_(prometheus::BuildGauge()
                            .Name("ringleader_sidecar_preflight_state")
@@ -196,13 +198,17 @@ void SidecarMetrics::CountRefusedConnection(std::string_view reason) {
   refused_connections_.Add({{"reason", Label(known ? reason : "other")}}).Increment();
 }
 
-bool SidecarMetrics::SetEdgeBandwidth(int peer_rank, Direction direction,
+bool SidecarMetrics::SetEdgeBandwidth(int local_rank, int peer_rank, Direction direction,
                                       double bytes_per_second) {
-  if (peer_rank < 0 || peer_rank >= world_size_ || peer_rank == rank_) {
+  const int own = rank_ * local_ranks_ + local_rank;
+  if (local_rank < 0 || local_rank >= local_ranks_ || peer_rank < 0 ||
+      peer_rank >= world_size_ * local_ranks_ || peer_rank == own) {
     return false;
   }
   edge_bandwidth_
-      .Add({{"peer_rank", std::to_string(peer_rank)}, {"direction", Label(DirectionName(direction))}})
+      .Add({{"local_rank", std::to_string(local_rank)},
+            {"peer_rank", std::to_string(peer_rank)},
+            {"direction", Label(DirectionName(direction))}})
       .Set(bytes_per_second);
   return true;
 }

@@ -58,12 +58,14 @@ class SidecarMetrics {
   //   ringleader_sidecar_refused_connections_total{reason}     counter; reason: the rendezvous
   //                                                            server's refusal:: reasons, else
   //                                                            "other"
-  //   ringleader_sidecar_edge_bandwidth_bytes_per_second{peer_rank,direction}  gauge, this
-  //                                                            rank's edges only
+  //   ringleader_sidecar_edge_bandwidth_bytes_per_second{local_rank,peer_rank,direction}
+  //                                                            gauge, this sidecar's edges only
   //   ringleader_sidecar_preflight_state{state}                gauge, 1 for the current state
   //   ringleader_sidecar_info{backend,transport,nccl_version,world_size,rank,job,namespace} = 1
-  // `rank` < `world_size` bound the edge gauge's peers. Methods are thread-safe.
-  SidecarMetrics(prometheus::Registry& registry, int rank, int world_size);
+  // The sidecar is Pod rank `rank` of `world_size` and drives `local_ranks` ranks of the probe
+  // communicator: rank x local_ranks + l for local rank l, of world_size x local_ranks.
+  // Methods are thread-safe.
+  SidecarMetrics(prometheus::Registry& registry, int rank, int world_size, int local_ranks = 1);
 
   // One size of a probe: the bandwidths and the mean seconds of one timed call.
   void ObserveProbe(collectives::Collective collective, std::uint64_t bytes,
@@ -76,8 +78,11 @@ class SidecarMetrics {
   // `reason` is one of rendezvous::refusal's (the server's on_refused); any other counts as
   // "other", so a new reason cannot add series unnoticed.
   void CountRefusedConnection(std::string_view reason);
-  // False (and nothing recorded) for this rank itself or a peer outside 0..world_size-1.
-  bool SetEdgeBandwidth(int peer_rank, Direction direction, double bytes_per_second);
+  // The edge between local rank `local_rank` and communicator rank `peer_rank`. False (and
+  // nothing recorded) for a local rank out of range, or a peer that is that rank itself or
+  // outside the communicator.
+  bool SetEdgeBandwidth(int local_rank, int peer_rank, Direction direction,
+                        double bytes_per_second);
   void SetPreflightState(PreflightState state);
   // Replaces the info series (only one exists at a time).
   void SetInfo(const SidecarInfo& info);
@@ -85,6 +90,7 @@ class SidecarMetrics {
  private:
   const int rank_;
   const int world_size_;
+  const int local_ranks_;
   prometheus::Family<prometheus::Gauge>& busbw_;
   prometheus::Family<prometheus::Gauge>& algbw_;
   prometheus::Family<prometheus::Histogram>& probe_duration_;

@@ -42,6 +42,16 @@ TEST(PreflightVerdictTest, FailsBelowTheFloorNamingSizeAndSlowestRank) {
   EXPECT_FALSE(verdict.passed);
   EXPECT_EQ(verdict.reason,
             "all_reduce bus bandwidth 9.00 GB/s at 64 MiB is below the floor 10.00 GB/s; slowest rank 5");
+  // With two GPUs to a Pod, rank 5 is the second GPU of Pod rank 2.
+  EXPECT_EQ(JudgePreflight(rows, 10'000'000'000, 2).reason,
+            "all_reduce bus bandwidth 9.00 GB/s at 64 MiB is below the floor 10.00 GB/s; slowest "
+            "rank 5 (Pod rank 2, local rank 1)");
+}
+
+TEST(PreflightVerdictTest, DescribeRankNamesThePodOnlyWhenPodsHoldSeveralRanks) {
+  EXPECT_EQ(DescribeRank(5, 1), "rank 5");
+  EXPECT_EQ(DescribeRank(0, 8), "rank 0 (Pod rank 0, local rank 0)");
+  EXPECT_EQ(DescribeRank(15, 8), "rank 15 (Pod rank 1, local rank 7)");
 }
 
 TEST(PreflightVerdictTest, NoFloorPassesAnyBandwidth) {

@@ -1,15 +1,14 @@
 // ringleader-sidecar as real processes on 127.0.0.1: Gloo worlds pass the preflight with exact
 // data, a missing, refused or killed rank is named by every survivor, and nothing hangs.
-#include <signal.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
 
 #include "tests/sidecar/app/sidecar_world.h"
 #include "tests/support/http_fetch.h"
@@ -114,9 +113,11 @@ TEST(SidecarProcessTest, ARankWithTheWrongTokenIsRefusedAndTheOthersNameIt) {
 }
 
 // Kills `victim` once all ranks monitor; every survivor must exit non-zero naming it within
-// the probe timeout (10 s) plus 5 s.
-void KillDuringProbe(int victim) {
-  SidecarWorld world({.world_size = 4, .mode = "monitor"});
+// the probe timeout (10 s) plus 5 s. With several local ranks, each of the victim's peers may
+// be waiting on it in a collective of its own.
+void KillDuringProbe(int victim, const std::string& local_ranks = "1") {
+  SidecarWorld world(
+      {.world_size = 4, .mode = "monitor", .env = {{"RINGLEADER_LOCAL_RANKS", local_ranks}}});
   world.StartAll();
   for (int rank = 0; rank < 4; ++rank) {
     ASSERT_TRUE(world.WaitForLog(rank, "monitoring", seconds(30))) << world.AllLogs();
@@ -137,6 +138,49 @@ void KillDuringProbe(int victim) {
 TEST(SidecarProcessTest, KillingARankDuringAProbeIsNamedByEverySurvivor) { KillDuringProbe(2); }
 
 TEST(SidecarProcessTest, KillingRankZeroTakesTheStoreAndIsNamed) { KillDuringProbe(0); }
+
+TEST(SidecarProcessTest, KillingAPodOfTwoLocalRanksDuringAProbeIsNamed) { KillDuringProbe(1, "2"); }
+
+// Two sidecars of two local ranks each (one Gloo thread per rank, as GPUs would be with NCCL)
+// form one communicator of four: the preflight checks every rank's data, the monitor's ring
+// measures the edge inside each Pod too, and the edges are keyed by local rank.
+TEST(SidecarProcessTest, TwoPodsOfTwoLocalRanksFormOneCommunicatorOfFour) {
+  SidecarWorld world({.world_size = 2,
+                      .mode = "run",
+                      .env = {{"RINGLEADER_LOCAL_RANKS", "2"},
+                              {"RINGLEADER_MONITOR_INTERVAL_SECONDS", "1"},
+                              {"RINGLEADER_MONITOR_MESSAGE_BYTES", "4096"}}});
+  world.StartAll();
+  ASSERT_TRUE(world.WaitForLog(0, "preflight passed", seconds(60))) << world.AllLogs();
+  EXPECT_THAT(world.Log(0), HasSubstr("2 local rank(s) of 4"));
+  EXPECT_THAT(world.Log(0), HasSubstr("# ringleader preflight, gloo, 4 ranks"));
+  // Pod rank 1 holds ranks 2 and 3: its local rank 0 receives from rank 1 (the other Pod), its
+  // local rank 1 from rank 2 (inside the Pod) and sends to rank 0.
+  const std::string base = "http://127.0.0.1:" + std::to_string(world.metrics_port(1));
+  const std::string edge = "ringleader_sidecar_edge_bandwidth_bytes_per_second";
+  std::string body;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < deadline &&
+         body.find(edge + "{direction=\"send\",local_rank=\"1\",peer_rank=\"0\"}") ==
+             std::string::npos) {
+    std::this_thread::sleep_for(milliseconds(100));
+    const auto metrics = HttpGet(base + "/metrics");
+    body = metrics ? metrics->body : "";
+  }
+  for (const char* series : {"{direction=\"recv\",local_rank=\"0\",peer_rank=\"1\"}",
+                             "{direction=\"send\",local_rank=\"0\",peer_rank=\"3\"}",
+                             "{direction=\"recv\",local_rank=\"1\",peer_rank=\"2\"}",
+                             "{direction=\"send\",local_rank=\"1\",peer_rank=\"0\"}"}) {
+    EXPECT_THAT(body, HasSubstr(edge + series)) << world.AllLogs();
+  }
+  world.process(0).Signal(SIGTERM);
+  world.process(1).Signal(SIGTERM);
+  const auto exits = world.WaitAll(seconds(15));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << world.AllLogs();
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << world.AllLogs();
+  }
+}
 
 TEST(SidecarProcessTest, SigtermStopsTheMonitorCleanly) {
   SidecarWorld world({.world_size = 2, .mode = "monitor"});

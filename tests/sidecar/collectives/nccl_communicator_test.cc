@@ -1,5 +1,5 @@
-// NCCL communicators on real GPUs: one rank per device, as threads. Every test skips cleanly
-// where CUDA reports no device.
+// NCCL communicators on real GPUs: one rank per device, as threads (the sidecar's LocalRanks
+// among them). Every test skips cleanly where CUDA reports too few devices.
 #include "sidecar/collectives/nccl_communicator.h"
 
 #include <gloo/rendezvous/hash_store.h>
@@ -9,6 +9,7 @@
 #include <exception>
 #include <thread>
 
+#include "sidecar/collectives/local_ranks.h"
 #include "sidecar/collectives/probe.h"
 
 namespace ringleader::collectives {
@@ -78,6 +79,34 @@ TEST(NcclCommunicatorTest, TwoRanksOnTwoDevicesRunEveryCollectiveExactly) {
     GTEST_SKIP() << "needs two CUDA devices, found " << VisibleCudaDevices();
   }
   EXPECT_EQ(RunNcclRanks(2, ProbeEveryCollective), "");
+}
+
+// The sidecar's path for a Pod with several GPUs: LocalRanks builds one communicator rank per
+// device at once, and a sweep of every collective runs on all of them through OnEach.
+TEST(NcclCommunicatorTest, LocalRanksPutEveryDeviceInOneCommunicator) {
+  const int devices = VisibleCudaDevices();
+  if (devices < 2) {
+    GTEST_SKIP() << "needs two CUDA devices, found " << devices;
+  }
+  gloo::rendezvous::HashStore store;
+  LocalRanks ranks = LocalRanks::Connect(devices, [&](int local) {
+    NcclOptions options;
+    options.rank = local;
+    options.size = devices;
+    options.prefix = "nccl-local-ranks";
+    options.device = local;
+    options.timeout = 60s;
+    return std::make_unique<NcclCommunicator>(store, options);
+  });
+  ASSERT_EQ(ranks.first().size(), devices);
+  const std::vector<ProbeRow> rows = ranks.OnEach([](Communicator& comm, int) {
+    return Sweep(comm, kAllCollectives, {.min_bytes = 1024, .max_bytes = 16 << 20, .factor = 128});
+  });
+  ASSERT_FALSE(rows.empty());
+  for (const ProbeRow& row : rows) {
+    EXPECT_EQ(row.wrong, 0u) << CollectiveName(row.collective) << " " << row.bytes;
+    EXPECT_GT(row.busbw_gbps, 0.0);
+  }
 }
 
 TEST(NcclCommunicatorTest, InitGivesUpWhenAPeerNeverPublishesTheId) {

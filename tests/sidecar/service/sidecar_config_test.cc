@@ -364,6 +364,27 @@ TEST(SidecarConfigTest, MaxBytesMayNotBeBelowMinBytes) {
   EXPECT_EQ(ErrorFor(OperatorEnv(), {"--preflight-max-bytes", "1Mi"}), "");  // equal is a sweep of one
 }
 
+// With nccl, local rank l drives device l, so there are no more local ranks than GPUs; Gloo's
+// local ranks are threads on the CPU and need none.
+TEST(SidecarConfigTest, LocalRanksAreBoundedByTheGpusUnlessTheBackendIsGloo) {
+  EXPECT_EQ(Parse(OperatorEnv()).local_ranks, 0);
+  EXPECT_EQ(Parse(With(OperatorEnv(), "RINGLEADER_LOCAL_RANKS", "2")).local_ranks, 2);
+  EXPECT_EQ(ErrorFor(With(With(OperatorEnv(), "RINGLEADER_GPUS_PER_REPLICA", "2"),
+                          "RINGLEADER_LOCAL_RANKS", "3")),
+            "RINGLEADER_LOCAL_RANKS: 3 exceeds RINGLEADER_GPUS_PER_REPLICA (2)");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_GPUS_PER_REPLICA", "2"),
+                     {"--backend", "auto", "--local-ranks", "4"}),
+            "--local-ranks: 4 exceeds RINGLEADER_GPUS_PER_REPLICA (2)");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_GPUS_PER_REPLICA", "2"),
+                     {"--backend", "gloo", "--local-ranks", "4"}),
+            "");
+  EXPECT_EQ(ErrorFor(OperatorEnv(),
+                     {"--gpus-per-replica", "0", "--backend", "auto", "--local-ranks", "4"}),
+            "");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_LOCAL_RANKS", "65")),
+            "RINGLEADER_LOCAL_RANKS: 65 is not between 0 and 64");
+}
+
 TEST(SidecarConfigTest, NcclNeedsGpus) {
   EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_GPUS_PER_REPLICA", "0")),
             "RINGLEADER_BACKEND: nccl needs GPUs, but RINGLEADER_GPUS_PER_REPLICA is 0");
@@ -454,6 +475,7 @@ TEST(SidecarConfigTest, HelpListsEveryFlagWithItsVariable) {
       {"--rank", "RINGLEADER_RANK"},
       {"--replicas", "RINGLEADER_REPLICAS"},
       {"--gpus-per-replica", "RINGLEADER_GPUS_PER_REPLICA"},
+      {"--local-ranks", "RINGLEADER_LOCAL_RANKS"},
       {"--rendezvous-addr", "RINGLEADER_RENDEZVOUS_ADDR"},
       {"--rendezvous-port", "RINGLEADER_RENDEZVOUS_PORT"},
       {"--rendezvous-timeout-seconds", "RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS"},

@@ -67,7 +67,7 @@ TEST_F(SidecarMetricsTest, RegistersEveryFamilyWithItsType) {
   EXPECT_FALSE(Family("ringleader_sidecar_bus_bandwidth_bytes_per_second").has_value());
   EXPECT_FALSE(Family("ringleader_sidecar_info").has_value());
   metrics_.ObserveProbe(Collective::kAllReduce, 1 << 20, 1e9, 1.5e9, 0.001);
-  metrics_.SetEdgeBandwidth(3, Direction::kSend, 1e9);
+  metrics_.SetEdgeBandwidth(0, 3, Direction::kSend, 1e9);
   metrics_.SetInfo({"gloo", "tcp", "", "llama", "team-a"});
   const std::vector<std::pair<std::string, prometheus::MetricType>> expected = {
       {"ringleader_sidecar_bus_bandwidth_bytes_per_second", prometheus::MetricType::Gauge},
@@ -188,16 +188,36 @@ TEST_F(SidecarMetricsTest, RefusedConnectionsByTheServersReasons) {
 }
 
 TEST_F(SidecarMetricsTest, EdgeBandwidthOnlyForThisRanksPeers) {
-  EXPECT_TRUE(metrics_.SetEdgeBandwidth(1, Direction::kRecv, 3e9));
-  EXPECT_TRUE(metrics_.SetEdgeBandwidth(3, Direction::kSend, 4e9));
-  EXPECT_TRUE(metrics_.SetEdgeBandwidth(3, Direction::kSend, 5e9));
-  EXPECT_FALSE(metrics_.SetEdgeBandwidth(2, Direction::kSend, 1e9));   // this rank itself
-  EXPECT_FALSE(metrics_.SetEdgeBandwidth(4, Direction::kSend, 1e9));   // beyond the world
-  EXPECT_FALSE(metrics_.SetEdgeBandwidth(-1, Direction::kRecv, 1e9));
+  EXPECT_TRUE(metrics_.SetEdgeBandwidth(0, 1, Direction::kRecv, 3e9));
+  EXPECT_TRUE(metrics_.SetEdgeBandwidth(0, 3, Direction::kSend, 4e9));
+  EXPECT_TRUE(metrics_.SetEdgeBandwidth(0, 3, Direction::kSend, 5e9));
+  EXPECT_FALSE(metrics_.SetEdgeBandwidth(0, 2, Direction::kSend, 1e9));  // this rank itself
+  EXPECT_FALSE(metrics_.SetEdgeBandwidth(0, 4, Direction::kSend, 1e9));  // beyond the world
+  EXPECT_FALSE(metrics_.SetEdgeBandwidth(0, -1, Direction::kRecv, 1e9));
+  EXPECT_FALSE(metrics_.SetEdgeBandwidth(1, 3, Direction::kRecv, 1e9));  // no local rank 1
   auto edges = Series("ringleader_sidecar_edge_bandwidth_bytes_per_second");
   ASSERT_EQ(edges.size(), 2u);
-  EXPECT_EQ((edges[{{"peer_rank", "1"}, {"direction", "recv"}}].gauge.value), 3e9);
-  EXPECT_EQ((edges[{{"peer_rank", "3"}, {"direction", "send"}}].gauge.value), 5e9);
+  EXPECT_EQ((edges[{{"local_rank", "0"}, {"peer_rank", "1"}, {"direction", "recv"}}].gauge.value),
+            3e9);
+  EXPECT_EQ((edges[{{"local_rank", "0"}, {"peer_rank", "3"}, {"direction", "send"}}].gauge.value),
+            5e9);
+}
+
+// Pod rank 2 of 4 with two local ranks holds communicator ranks 4 and 5 of 8: an edge between
+// them is between two GPUs of this Pod, and each end is labelled by its own local rank.
+TEST(SidecarMetricsLocalRanksTest, EdgesAreKeyedByLocalRankAndPeerCommunicatorRank) {
+  prometheus::Registry registry;
+  SidecarMetrics metrics(registry, /*rank=*/2, /*world_size=*/4, /*local_ranks=*/2);
+  EXPECT_TRUE(metrics.SetEdgeBandwidth(0, 5, Direction::kSend, 1e9));
+  EXPECT_TRUE(metrics.SetEdgeBandwidth(1, 4, Direction::kRecv, 2e9));
+  EXPECT_TRUE(metrics.SetEdgeBandwidth(1, 7, Direction::kSend, 3e9));
+  EXPECT_FALSE(metrics.SetEdgeBandwidth(1, 5, Direction::kSend, 1e9));  // local rank 1 is 5
+  EXPECT_FALSE(metrics.SetEdgeBandwidth(0, 8, Direction::kSend, 1e9));  // beyond 8 ranks
+  EXPECT_FALSE(metrics.SetEdgeBandwidth(2, 0, Direction::kSend, 1e9));  // no local rank 2
+  const auto edges =
+      testing::SeriesByLabels(registry, "ringleader_sidecar_edge_bandwidth_bytes_per_second");
+  ASSERT_TRUE(edges.has_value());
+  EXPECT_EQ(edges->size(), 3u);
 }
 
 TEST_F(SidecarMetricsTest, PreflightStateIsOneHot) {
