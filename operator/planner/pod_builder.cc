@@ -19,6 +19,8 @@ constexpr std::string_view kRunVolume = "ringleader-run";
 constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 // Startup probe period; the threshold is derived from the preflight timeout.
 constexpr std::int64_t kStartupProbePeriodSeconds = 2;
+constexpr std::int64_t kMi = std::int64_t{1} << 20;
+constexpr std::int64_t kGi = std::int64_t{1} << 30;
 
 json EnvVar(std::string_view name, const std::string& value) {
   return {{"name", name}, {"value", value}};
@@ -117,21 +119,24 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
       // A native sidecar: starts before the trainers, stops after them, never holds the Pod open.
       {"restartPolicy", "Always"},
       {"env", SidecarEnv(job, rank, attempt, ports, master_addr)},
-      {"ports", json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
-                             PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},
+      {"ports",
+       json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
+                    PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},
       {"startupProbe", HttpProbe(contract::endpoint::kReadyz, ports.metrics,
                                  kStartupProbePeriodSeconds, startup_failures)},
       {"livenessProbe", HttpProbe(contract::endpoint::kHealthz, ports.metrics, 10, 6)},
       {"resources",
-       {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}, {"limits", {{"memory", "1Gi"}}}}},
+       {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
+        {"limits", {{"memory", api::FormatQuantity(SidecarMemoryLimitBytes(job.spec))}}}}},
       {"securityContext",
        {{"allowPrivilegeEscalation", false},
         {"readOnlyRootFilesystem", true},
         {"capabilities", {{"drop", json::array({"ALL"})}}}}},
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
       {"volumeMounts",
-       json::array({{{"name", kTokenVolume}, {"mountPath", contract::path::kTokenDir}, {"readOnly", true}},
-                    {{"name", kRunVolume}, {"mountPath", contract::path::kRunDir}}})},
+       json::array(
+           {{{"name", kTokenVolume}, {"mountPath", contract::path::kTokenDir}, {"readOnly", true}},
+            {{"name", kRunVolume}, {"mountPath", contract::path::kRunDir}}})},
   };
 }
 
@@ -166,6 +171,23 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first, const
 }
 
 }  // namespace
+
+std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec) {
+  if (spec.EffectiveBackend() != api::Backend::kGloo) {
+    return kGi;
+  }
+  std::int64_t largest = 0;
+  if (spec.communication.preflight.enabled) {
+    largest = std::max(largest, spec.communication.preflight.max_bytes);
+  }
+  if (spec.communication.monitor.enabled) {
+    largest = std::max(largest, spec.communication.monitor.message_bytes);
+  }
+  // Measured peak with Gloo: about 3.6 x the largest message plus 25 MiB
+  // (tests/bench/sidecar_memory.sh, docs/benchmarks.md); 4 x plus 128Mi leaves a margin.
+  const std::int64_t limit = 128 * kMi + 4 * largest;
+  return std::max(kGi, (limit + kMi - 1) / kMi * kMi);  // whole Mi
+}
 
 bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config) {
   return job.spec.host_network.value_or(config.default_host_network);

@@ -18,6 +18,11 @@ std::string PodName(const api::TrainingJob& job, std::int64_t rank);
 // default when the job leaves it unset.
 bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config);
 
+// The sidecar container's memory limit, in bytes. With Gloo the probes' buffers are host memory
+// and grow with the largest message the preflight or monitor sends; with NCCL they are on the
+// GPU, and the host holds pieces of fixed size. At least 1Gi.
+std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec);
+
 nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
                         const api::JobPorts& ports, const PlannerConfig& config);
 

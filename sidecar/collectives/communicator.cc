@@ -40,6 +40,33 @@ BufferElems ElemsFor(Collective collective, std::size_t count, int world_size) {
   return {count, count};
 }
 
+namespace {
+
+void CheckRange(std::string_view what, std::size_t have, std::size_t offset, std::size_t count) {
+  if (offset > have || count > have - offset) {
+    throw std::invalid_argument(std::string(what) + ": elements " + std::to_string(offset) +
+                                " to " + std::to_string(offset) + "+" + std::to_string(count) +
+                                " do not fit in a buffer of " + std::to_string(have));
+  }
+}
+
+}  // namespace
+
+void Buffers::WriteSend(std::size_t offset, std::span<const float> data) {
+  CheckRange("WriteSend", send_elems(), offset, data.size());
+  DoWriteSend(offset, data);
+}
+
+void Buffers::WriteRecv(std::size_t offset, std::span<const float> data) {
+  CheckRange("WriteRecv", recv_elems(), offset, data.size());
+  DoWriteRecv(offset, data);
+}
+
+void Buffers::ReadRecv(std::size_t offset, std::span<float> out) {
+  CheckRange("ReadRecv", recv_elems(), offset, out.size());
+  DoReadRecv(offset, out);
+}
+
 void Communicator::Run(Collective collective, Buffers& buffers, std::size_t count, Peers peers) {
   const std::string name(CollectiveName(collective));
   if (count == 0) {

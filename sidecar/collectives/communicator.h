@@ -49,7 +49,8 @@ struct Peers {
 };
 
 // A rank's send and receive buffers, allocated by (and valid only while) the communicator that
-// made them. Host data goes in and out by copy; for NCCL that is a device copy bounded by the
+// made them. Host data goes in and out by copy, in pieces if the caller likes (so a probe's host
+// memory need not grow with its message); for NCCL that is a device copy bounded by the
 // communicator's timeout, and a failure throws CommunicatorError.
 class Buffers {
  public:
@@ -58,11 +59,21 @@ class Buffers {
   virtual std::size_t send_elems() const = 0;
   virtual std::size_t recv_elems() const = 0;
 
-  // Copies `data` to the start of the send (receive) buffer; data.size() must not exceed it.
-  virtual void WriteSend(std::span<const float> data) = 0;
-  virtual void WriteRecv(std::span<const float> data) = 0;
-  // Copies the first out.size() receive elements to `out`; out.size() must not exceed it.
-  virtual void ReadRecv(std::span<float> out) = 0;
+  // Copies `data` into the send (receive) buffer from element `offset` (0 when omitted). Throws
+  // std::invalid_argument when offset + data.size() exceeds the buffer.
+  void WriteSend(std::size_t offset, std::span<const float> data);
+  void WriteRecv(std::size_t offset, std::span<const float> data);
+  void WriteSend(std::span<const float> data) { WriteSend(0, data); }
+  void WriteRecv(std::span<const float> data) { WriteRecv(0, data); }
+  // Copies receive elements offset .. offset + out.size() - 1 to `out`; the same bound.
+  void ReadRecv(std::size_t offset, std::span<float> out);
+  void ReadRecv(std::span<float> out) { ReadRecv(0, out); }
+
+ protected:
+  // The copies, after the range was checked.
+  virtual void DoWriteSend(std::size_t offset, std::span<const float> data) = 0;
+  virtual void DoWriteRecv(std::size_t offset, std::span<const float> data) = 0;
+  virtual void DoReadRecv(std::size_t offset, std::span<float> out) = 0;
 };
 
 // A group of `size()` ranks. Every collective is called by all ranks in the same order (sendrecv

@@ -53,13 +53,6 @@ std::string RankOf(int rank, int size) {
   return "rank " + std::to_string(rank) + " of " + std::to_string(size);
 }
 
-void CheckFits(std::string_view what, std::size_t have, std::size_t want) {
-  if (want > have) {
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(want) +
-                                " elements do not fit in a buffer of " + std::to_string(have));
-  }
-}
-
 // Host buffers, used by Gloo in place.
 class GlooBuffers final : public Buffers {
  public:
@@ -68,19 +61,6 @@ class GlooBuffers final : public Buffers {
 
   std::size_t send_elems() const override { return send_.size(); }
   std::size_t recv_elems() const override { return recv_.size(); }
-
-  void WriteSend(std::span<const float> data) override {
-    CheckFits("WriteSend", send_.size(), data.size());
-    std::copy(data.begin(), data.end(), send_.begin());
-  }
-  void WriteRecv(std::span<const float> data) override {
-    CheckFits("WriteRecv", recv_.size(), data.size());
-    std::copy(data.begin(), data.end(), recv_.begin());
-  }
-  void ReadRecv(std::span<float> out) override {
-    CheckFits("ReadRecv", recv_.size(), out.size());
-    std::copy_n(recv_.begin(), out.size(), out.begin());
-  }
 
   const GlooCommunicator* owner() const { return owner_; }
   float* send() { return send_.data(); }
@@ -107,6 +87,17 @@ class GlooBuffers final : public Buffers {
   std::vector<float> recv_;
   std::vector<float> work_;
   std::vector<float> incoming_;
+
+ protected:
+  void DoWriteSend(std::size_t offset, std::span<const float> data) override {
+    std::copy(data.begin(), data.end(), send_.begin() + static_cast<std::ptrdiff_t>(offset));
+  }
+  void DoWriteRecv(std::size_t offset, std::span<const float> data) override {
+    std::copy(data.begin(), data.end(), recv_.begin() + static_cast<std::ptrdiff_t>(offset));
+  }
+  void DoReadRecv(std::size_t offset, std::span<float> out) override {
+    std::copy_n(recv_.begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
+  }
 };
 
 }  // namespace

@@ -93,13 +93,6 @@ void CheckCuda(cudaError_t status, std::string_view what) {
   }
 }
 
-void CheckFits(std::string_view what, std::size_t have, std::size_t want) {
-  if (want > have) {
-    throw std::invalid_argument(std::string(what) + ": " + std::to_string(want) +
-                                " elements do not fit in a buffer of " + std::to_string(have));
-  }
-}
-
 // Device send and receive buffers; host data moves by copies on the communicator's stream.
 class NcclBuffers final : public Buffers {
  public:
@@ -130,29 +123,27 @@ class NcclBuffers final : public Buffers {
   std::size_t send_elems() const override { return send_elems_; }
   std::size_t recv_elems() const override { return recv_elems_; }
 
-  void WriteSend(std::span<const float> data) override {
-    CheckFits("WriteSend", send_elems_, data.size());
-    CopyIn(send_, data);
+  const NcclCommunicator* owner() const { return owner_; }
+  float* send() const { return send_; }
+  float* recv() const { return recv_; }
+
+ protected:
+  void DoWriteSend(std::size_t offset, std::span<const float> data) override {
+    CopyIn(send_ + offset, data);
   }
-  void WriteRecv(std::span<const float> data) override {
-    CheckFits("WriteRecv", recv_elems_, data.size());
-    CopyIn(recv_, data);
+  void DoWriteRecv(std::size_t offset, std::span<const float> data) override {
+    CopyIn(recv_ + offset, data);
   }
-  void ReadRecv(std::span<float> out) override {
-    CheckFits("ReadRecv", recv_elems_, out.size());
+  void DoReadRecv(std::size_t offset, std::span<float> out) override {
     CheckCuda(cudaSetDevice(device_->index), "ReadRecv: cudaSetDevice");
     // A copy to pageable memory returns only once it is done, so wait (bounded) for the stream
     // to drain first; the copy itself then cannot hang behind a stuck collective.
     WaitStream(*device_, "ReadRecv");
-    CheckCuda(cudaMemcpyAsync(out.data(), recv_, out.size_bytes(), cudaMemcpyDeviceToHost,
+    CheckCuda(cudaMemcpyAsync(out.data(), recv_ + offset, out.size_bytes(), cudaMemcpyDeviceToHost,
                               device_->stream),
               "ReadRecv: cudaMemcpyAsync");
     WaitStream(*device_, "ReadRecv");
   }
-
-  const NcclCommunicator* owner() const { return owner_; }
-  float* send() const { return send_; }
-  float* recv() const { return recv_; }
 
  private:
   void CopyIn(float* target, std::span<const float> data) {

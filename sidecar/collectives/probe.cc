@@ -45,11 +45,24 @@ Measurement Measure(Communicator& comm, Collective collective, std::size_t count
     own = comm.Allocate(elems.send, elems.recv);
   }
   Buffers* const buffers = reuse != nullptr ? &reuse->AtLeast(elems.send, elems.recv) : own.get();
-  std::vector<float> input = MakeInput(collective, count, rank, n, options.seed);
-  if (options.corrupt_rank_for_test == rank) {
-    input[0] += 1000.0f;
+  if (options.piece_elems == 0) {
+    throw std::invalid_argument("probe: piece_elems must be positive");
   }
-  buffers->WriteSend(input);
+  // Host pieces for writing inputs and reading outputs, and for the expected values.
+  std::vector<float> piece(std::min(options.piece_elems, std::max(elems.send, elems.recv)));
+  std::vector<float> expected;
+  const auto each_piece = [&](std::size_t total, const auto& visit) {
+    for (std::size_t offset = 0; offset < total; offset += piece.size()) {
+      visit(offset, std::span<float>(piece).first(std::min(piece.size(), total - offset)));
+    }
+  };
+  each_piece(elems.send, [&](std::size_t offset, std::span<float> part) {
+    FillInput(options.seed, rank, offset, part);
+    if (offset == 0 && options.corrupt_rank_for_test == rank) {
+      part[0] += 1000.0f;
+    }
+    buffers->WriteSend(offset, part);
+  });
 
   for (int i = 0; i < options.warmup_iters; ++i) {
     comm.Run(collective, *buffers, count, peers);
@@ -67,13 +80,20 @@ Measurement Measure(Communicator& comm, Collective collective, std::size_t count
   measurement.seconds = comm.AllGatherDouble(elapsed.count() / options.iters);
   if (options.check) {
     // Poison the output first, so an element the collective never wrote is counted.
-    std::vector<float> got(elems.recv, std::numeric_limits<float>::quiet_NaN());
-    buffers->WriteRecv(got);
+    each_piece(elems.recv, [&](std::size_t offset, std::span<float> part) {
+      std::fill(part.begin(), part.end(), std::numeric_limits<float>::quiet_NaN());
+      buffers->WriteRecv(offset, part);
+    });
     comm.Run(collective, *buffers, count, peers);
     comm.Synchronize();
-    buffers->ReadRecv(got);
-    const std::uint64_t wrong =
-        CountWrong(got, ExpectedOutput(collective, count, rank, n, options.seed, peers));
+    std::uint64_t wrong = 0;
+    expected.resize(piece.size());
+    each_piece(elems.recv, [&](std::size_t offset, std::span<float> part) {
+      buffers->ReadRecv(offset, part);
+      const std::span<float> want = std::span<float>(expected).first(part.size());
+      FillExpected(collective, count, rank, n, options.seed, peers, offset, want);
+      wrong += CountWrong(part, want);
+    });
     double total = 0;
     for (const double rank_wrong : comm.AllGatherDouble(static_cast<double>(wrong))) {
       total += rank_wrong;

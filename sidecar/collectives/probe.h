@@ -24,6 +24,9 @@ struct ProbeOptions {
   // Test hook: this rank adds 1000 to its first input element, so the check must count the
   // outputs that depend on it.
   int corrupt_rank_for_test = -1;
+  // Inputs are written and outputs checked this many elements at a time, so a probe's host
+  // memory beyond its buffers is two such pieces (8 MiB), whatever the message size.
+  std::size_t piece_elems = std::size_t{1} << 20;
 };
 
 struct ProbeRow {

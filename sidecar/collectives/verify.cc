@@ -25,15 +25,31 @@ float InputValue(std::uint64_t seed, int rank, std::size_t index) {
 std::vector<float> MakeInput(Collective collective, std::size_t count, int rank, int n,
                              std::uint64_t seed) {
   std::vector<float> input(ElemsFor(collective, count, n).send);
-  for (std::size_t i = 0; i < input.size(); ++i) {
-    input[i] = InputValue(seed, rank, i);
-  }
+  FillInput(seed, rank, 0, input);
   return input;
+}
+
+void FillInput(std::uint64_t seed, int rank, std::size_t offset, std::span<float> out) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = InputValue(seed, rank, offset + i);
+  }
 }
 
 std::vector<float> ExpectedOutput(Collective collective, std::size_t count, int rank, int n,
                                   std::uint64_t seed, Peers peers) {
   std::vector<float> out(ElemsFor(collective, count, n).recv);
+  FillExpected(collective, count, rank, n, seed, peers, 0, out);
+  return out;
+}
+
+void FillExpected(Collective collective, std::size_t count, int rank, int n, std::uint64_t seed,
+                  Peers peers, std::size_t offset, std::span<float> out) {
+  const std::size_t recv = ElemsFor(collective, count, n).recv;
+  if (offset > recv || out.size() > recv - offset) {
+    throw std::invalid_argument("FillExpected: elements " + std::to_string(offset) + "+" +
+                                std::to_string(out.size()) + " pass the receive buffer of " +
+                                std::to_string(recv));
+  }
   const auto sum_over_ranks = [&](std::size_t index) {
     float sum = 0;
     for (int k = 0; k < n; ++k) {
@@ -42,47 +58,42 @@ std::vector<float> ExpectedOutput(Collective collective, std::size_t count, int 
     return sum;
   };
   const std::size_t own_chunk = static_cast<std::size_t>(rank) * count;
+  // Element i of the output is element `offset + i` of the whole receive buffer.
   switch (collective) {
     case Collective::kAllReduce:
-      for (std::size_t i = 0; i < count; ++i) {
-        out[i] = sum_over_ranks(i);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] = sum_over_ranks(offset + i);
       }
       break;
     case Collective::kReduceScatter:
-      for (std::size_t i = 0; i < count; ++i) {
-        out[i] = sum_over_ranks(own_chunk + i);
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        out[i] = sum_over_ranks(own_chunk + offset + i);
       }
       break;
     case Collective::kAllGather:
-      for (int k = 0; k < n; ++k) {
-        for (std::size_t i = 0; i < count; ++i) {
-          out[static_cast<std::size_t>(k) * count + i] = InputValue(seed, k, i);
-        }
+      // Chunk k holds rank k's input.
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        const std::size_t at = offset + i;
+        out[i] = InputValue(seed, static_cast<int>(at / count), at % count);
       }
       break;
     case Collective::kAllToAll:
       // Rank k's chunk `rank` lands in chunk k here.
-      for (int k = 0; k < n; ++k) {
-        for (std::size_t i = 0; i < count; ++i) {
-          out[static_cast<std::size_t>(k) * count + i] = InputValue(seed, k, own_chunk + i);
-        }
+      for (std::size_t i = 0; i < out.size(); ++i) {
+        const std::size_t at = offset + i;
+        out[i] = InputValue(seed, static_cast<int>(at / count), own_chunk + at % count);
       }
       break;
     case Collective::kBroadcast:
-      for (std::size_t i = 0; i < count; ++i) {
-        out[i] = InputValue(seed, kBroadcastRoot, i);
-      }
+      FillInput(seed, kBroadcastRoot, offset, out);
       break;
     case Collective::kSendRecv:
       if (peers.recv_from < 0 || peers.recv_from >= n) {
         throw std::invalid_argument("sendrecv: expected output needs the peer it receives from");
       }
-      for (std::size_t i = 0; i < count; ++i) {
-        out[i] = InputValue(seed, peers.recv_from, i);
-      }
+      FillInput(seed, peers.recv_from, offset, out);
       break;
   }
-  return out;
 }
 
 std::uint64_t CountWrong(std::span<const float> got, std::span<const float> expected) {

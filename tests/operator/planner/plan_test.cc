@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "operator/planner/pod_builder.h"
 #include "tests/operator/planner/fake_cluster.h"
 
 namespace ringleader::planner {
@@ -474,6 +475,40 @@ TEST(PlanTest, GpuJobsGetGpuLimitsAndOneProcessPerGpu) {
   EXPECT_EQ(EnvValue(Trainer(pod), "LOCAL_WORLD_SIZE"), "8");
   EXPECT_EQ(EnvValue(Trainer(pod), "RANK"), "0");
   EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_BACKEND"), "nccl");
+}
+
+// With Gloo the sidecar's probe buffers are host memory, about 3.6 x the largest message
+// (docs/benchmarks.md), so the limit grows with it; with NCCL they are on the GPU.
+TEST(PlanTest, SidecarMemoryLimitHoldsGlooBuffersOfTheLargestMessage) {
+  json small = MinimalJob("small", 2);
+  FakeCluster defaults(small);
+  defaults.ReconcileUntilStable(At(0));
+  EXPECT_EQ(Sidecar(defaults.pods().at("small-0"))["resources"]["limits"]["memory"], "1Gi");
+
+  json large = MinimalJob("large", 2);
+  large["spec"]["communication"]["preflight"]["maxBytes"] = "1Gi";
+  FakeCluster gloo(large);
+  gloo.ReconcileUntilStable(At(0));
+  EXPECT_EQ(Sidecar(gloo.pods().at("large-0"))["resources"]["limits"]["memory"], "4224Mi");
+
+  large["spec"]["gpusPerReplica"] = 1;
+  FakeCluster nccl(large);
+  nccl.ReconcileUntilStable(At(0));
+  EXPECT_EQ(Sidecar(nccl.pods().at("large-0"))["resources"]["limits"]["memory"], "1Gi");
+
+  api::TrainingJobSpec spec;
+  spec.communication.backend = api::Backend::kGloo;
+  spec.communication.preflight.enabled = false;
+  spec.communication.monitor.message_bytes = std::int64_t{512} << 20;
+  EXPECT_EQ(SidecarMemoryLimitBytes(spec), (std::int64_t{128} + 4 * 512) << 20);
+  spec.communication.monitor.enabled = false;
+  EXPECT_EQ(SidecarMemoryLimitBytes(spec), std::int64_t{1} << 30);
+  spec.communication.preflight.enabled = true;
+  spec.communication.preflight.max_bytes = 1'000'000;  // rounded up to whole Mi, floor 1Gi
+  EXPECT_EQ(SidecarMemoryLimitBytes(spec), std::int64_t{1} << 30);
+  spec.communication.preflight.max_bytes = 300'000'000;
+  EXPECT_EQ(SidecarMemoryLimitBytes(spec) % (1 << 20), 0);
+  EXPECT_GE(SidecarMemoryLimitBytes(spec), (std::int64_t{128} << 20) + 1'200'000'000);
 }
 
 TEST(PlanTest, InvalidSpecYieldsAConditionNamingTheFieldAndNoChildren) {

@@ -198,9 +198,11 @@ TEST(GlooCommunicatorFailureTest, BadArgumentsAreRejectedWithoutBreakingTheCommu
    public:
     std::size_t send_elems() const override { return 16; }
     std::size_t recv_elems() const override { return 16; }
-    void WriteSend(std::span<const float>) override {}
-    void WriteRecv(std::span<const float>) override {}
-    void ReadRecv(std::span<float>) override {}
+
+   protected:
+    void DoWriteSend(std::size_t, std::span<const float>) override {}
+    void DoWriteRecv(std::size_t, std::span<const float>) override {}
+    void DoReadRecv(std::size_t, std::span<float>) override {}
   };
   const auto outcomes = RunGlooRanks(2, [](std::unique_ptr<GlooCommunicator>& comm) {
     const std::unique_ptr<Buffers> small = comm->Allocate(4, 4);
@@ -213,6 +215,9 @@ TEST(GlooCommunicatorFailureTest, BadArgumentsAreRejectedWithoutBreakingTheCommu
     ForeignBuffers foreign;
     EXPECT_THROW(comm->Run(Collective::kAllReduce, foreign, 4), std::invalid_argument);
     EXPECT_THROW(small->WriteSend(std::vector<float>(5)), std::invalid_argument);
+    EXPECT_THROW(small->WriteRecv(3, std::vector<float>(2)), std::invalid_argument);
+    std::vector<float> two(2);
+    EXPECT_THROW(small->ReadRecv(SIZE_MAX, two), std::invalid_argument);  // no wrap-around
     EXPECT_EQ(RunAndCountWrong(*comm, *small, Collective::kAllReduce, 4, Peers{}, 3), 0u);
   });
   EXPECT_EQ(Failures(outcomes), "");

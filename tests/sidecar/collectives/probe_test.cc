@@ -105,6 +105,18 @@ TEST(ProbeArithmeticTest, SweepStepsByTheFactorAndSkipsSizesTooSmallForEveryRank
   EXPECT_EQ(rows[5].count, 8u);
 }
 
+// The host side of a probe stays within piece_elems per copy, whatever the message: a large
+// preflight must not need host memory in proportion to it.
+TEST(ProbeArithmeticTest, HostCopiesNeverExceedOnePiece) {
+  ScriptedCommunicator comm(0, 4, {});
+  ProbeOptions options;
+  options.piece_elems = 1000;
+  RunProbe(comm, Collective::kAllToAll, 100'000, options);  // 400,000 elements each way
+  EXPECT_EQ(comm.largest_copy(), 1000u);
+  options.piece_elems = 0;
+  EXPECT_THROW(RunProbe(comm, Collective::kAllReduce, 10, options), std::invalid_argument);
+}
+
 TEST(ProbeBuffersTest, GrowOnlyWhenAProbeNeedsMoreAndKeepTheLargerSideOfEach) {
   ScriptedCommunicator comm(0, 2, {});
   ProbeBuffers buffers(comm);
@@ -232,6 +244,15 @@ TEST_P(ProbeTest, ACorruptedInputIsCountedWhereverItLands) {
           << CollectiveName(collective);
       EXPECT_EQ(RunProbe(*comm, collective, 33, options, &buffers).wrong, wrong)
           << CollectiveName(collective) << " in reused buffers";
+    }
+    // Again in pieces of 7 elements, so inputs are written and outputs checked across many
+    // pieces, the last one short.
+    ProbeOptions pieces = options;
+    pieces.piece_elems = 7;
+    for (const auto& [collective, wrong] : cases) {
+      EXPECT_EQ(RunProbe(*comm, collective, 33, pieces).wrong, wrong)
+          << CollectiveName(collective) << " in pieces";
+      EXPECT_EQ(RunProbe(*comm, collective, 33, clean).wrong, 0u) << CollectiveName(collective);
     }
   });
   EXPECT_EQ(Failures(outcomes), "");

@@ -24,7 +24,7 @@ class ScriptedCommunicator final : public Communicator {
 
   std::unique_ptr<Buffers> Allocate(std::size_t send_elems, std::size_t recv_elems) override {
     ++allocations_;
-    return std::make_unique<HostBuffers>(send_elems, recv_elems);
+    return std::make_unique<HostBuffers>(send_elems, recv_elems, &largest_copy_);
   }
   void Synchronize() override { ++synchronizes_; }
   std::vector<double> AllGatherDouble(double value) override {
@@ -41,6 +41,8 @@ class ScriptedCommunicator final : public Communicator {
   int synchronizes() const { return synchronizes_; }
   int allocations() const { return allocations_; }
   const std::vector<double>& gathered() const { return gathered_; }  // values this rank offered
+  // The most elements one host copy into or out of its buffers moved.
+  std::size_t largest_copy() const { return largest_copy_; }
 
  protected:
   void DoRun(Collective, Buffers&, std::size_t, Peers) override { ++runs_; }
@@ -48,23 +50,31 @@ class ScriptedCommunicator final : public Communicator {
  private:
   class HostBuffers final : public Buffers {
    public:
-    HostBuffers(std::size_t send_elems, std::size_t recv_elems)
-        : send_(send_elems), recv_(recv_elems) {}
+    HostBuffers(std::size_t send_elems, std::size_t recv_elems, std::size_t* largest_copy)
+        : send_(send_elems), recv_(recv_elems), largest_copy_(largest_copy) {}
     std::size_t send_elems() const override { return send_.size(); }
     std::size_t recv_elems() const override { return recv_.size(); }
-    void WriteSend(std::span<const float> data) override {
-      std::copy(data.begin(), data.end(), send_.begin());
+
+   protected:
+    void DoWriteSend(std::size_t offset, std::span<const float> data) override {
+      Note(data.size());
+      std::copy(data.begin(), data.end(), send_.begin() + static_cast<std::ptrdiff_t>(offset));
     }
-    void WriteRecv(std::span<const float> data) override {
-      std::copy(data.begin(), data.end(), recv_.begin());
+    void DoWriteRecv(std::size_t offset, std::span<const float> data) override {
+      Note(data.size());
+      std::copy(data.begin(), data.end(), recv_.begin() + static_cast<std::ptrdiff_t>(offset));
     }
-    void ReadRecv(std::span<float> out) override {
-      std::copy_n(recv_.begin(), out.size(), out.begin());
+    void DoReadRecv(std::size_t offset, std::span<float> out) override {
+      Note(out.size());
+      std::copy_n(recv_.begin() + static_cast<std::ptrdiff_t>(offset), out.size(), out.begin());
     }
 
    private:
+    void Note(std::size_t elems) { *largest_copy_ = std::max(*largest_copy_, elems); }
+
     std::vector<float> send_;
     std::vector<float> recv_;
+    std::size_t* largest_copy_;
   };
 
   const int rank_;
@@ -74,6 +84,7 @@ class ScriptedCommunicator final : public Communicator {
   int runs_ = 0;
   int allocations_ = 0;
   int synchronizes_ = 0;
+  std::size_t largest_copy_ = 0;
 };
 
 }  // namespace ringleader::collectives::testing

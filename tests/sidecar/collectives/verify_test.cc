@@ -5,9 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
+#include <span>
 
 namespace ringleader::collectives {
 namespace {
@@ -100,6 +102,37 @@ TEST(VerifyTest, ExpectedOutputsMatchANaiveModelOfEachCollective) {
           EXPECT_EQ(expected.size(), ElemsFor(collective, count, n).recv);
           EXPECT_EQ(expected, Model(collective, inputs, count, rank, peers));
         }
+      }
+    }
+  }
+}
+
+// The probe writes inputs and checks outputs in pieces; pieces of any length, starting anywhere
+// (here 7 elements, across chunk boundaries of count 5), give the whole buffer's values.
+TEST(VerifyTest, PiecesMatchTheWholeBuffer) {
+  constexpr std::size_t kCount = 5;
+  constexpr std::size_t kPiece = 7;
+  for (const Collective collective : kAllCollectives) {
+    for (const int n : {1, 3, 4}) {
+      for (int rank = 0; rank < n; ++rank) {
+        SCOPED_TRACE(std::string(CollectiveName(collective)) + " n=" + std::to_string(n) +
+                     " rank=" + std::to_string(rank));
+        const Peers peers{(rank + 1) % n, (rank + n - 1) % n};
+        const std::vector<float> whole = ExpectedOutput(collective, kCount, rank, n, 9, peers);
+        std::vector<float> pieced(whole.size());
+        for (std::size_t at = 0; at < whole.size(); at += kPiece) {
+          const std::size_t length = std::min(kPiece, whole.size() - at);
+          FillExpected(collective, kCount, rank, n, 9, peers, at,
+                       std::span<float>(pieced).subspan(at, length));
+        }
+        EXPECT_EQ(pieced, whole);
+        const std::vector<float> input = MakeInput(collective, kCount, rank, n, 9);
+        std::vector<float> tail(3);
+        FillInput(9, rank, input.size() - 3, tail);
+        EXPECT_EQ(tail, std::vector<float>(input.end() - 3, input.end()));
+        std::vector<float> past(2);
+        EXPECT_THROW(FillExpected(collective, kCount, rank, n, 9, peers, whole.size() - 1, past),
+                     std::invalid_argument);
       }
     }
   }
