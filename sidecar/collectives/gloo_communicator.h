@@ -58,6 +58,10 @@ class GlooCommunicator final : public Communicator {
   void Synchronize() override;
   std::vector<double> AllGatherDouble(double value) override;
 
+  // The Gloo context under this communicator, for benchmarks that call Gloo directly on the
+  // same connections (tests/bench/probe_overhead_bench.cc).
+  const std::shared_ptr<gloo::Context>& gloo_context() const { return context_; }
+
  protected:
   void DoRun(Collective collective, Buffers& buffers, std::size_t count, Peers peers) override;
 

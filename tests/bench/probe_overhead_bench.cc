@@ -1,16 +1,24 @@
 // Does the sidecar's probe path cost anything over calling Gloo directly? The cross-process
 // comparison (allreduce_compare.sh) moves by +-15% from run to run on 2 cores, far more than the
-// 5% target. Here 4 ranks are threads of one process that hold two Gloo meshes each: the
-// sidecar's (GlooCommunicator, timed by RunProbe in buffers kept across probes, as Sweep keeps
-// them) and a plain gloo::rendezvous::Context (timed the same way: warm-up, barrier, timed calls,
-// slowest rank's mean). Each block runs both, in alternating order, so drift and noise fall on
-// both sides of every pair.
+// 5% target. Here 4 ranks are threads of one process, each with one GlooCommunicator, and each
+// block times three ways of running all_reduce over the same connections:
+//   - the sidecar's probe: RunProbe, in buffers kept across probes as Sweep keeps them;
+//   - the communicator alone: Communicator::Run in a loop, timed as below;
+//   - Gloo directly: gloo::allreduce on the communicator's own Gloo context, with its own
+//     vectors, timed as gloo_allreduce_direct times it (warm-up, barrier, timed calls, the
+//     slowest rank's mean).
+// The three share one mesh because two meshes in one process do not run at the same speed: with
+// a second mesh for the direct calls, the ratio moved from 0.96 to 1.18 with how many calls each
+// mesh got per block (docs/benchmarks.md). The order rotates from block to block, and the
+// per-block ratios' median comes with a bootstrap 95% interval.
 //   probe_overhead_bench [--bytes 1048576,16777216,67108864] [--blocks 20] [--warmup 1]
 //                        [--iters 4]
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -19,11 +27,9 @@
 
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
+#include <gloo/context.h>
 #include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
 
 #include "sidecar/collectives/gloo_communicator.h"
 #include "sidecar/collectives/probe.h"
@@ -96,9 +102,30 @@ double DirectMicros(const std::shared_ptr<gloo::Context>& context, std::vector<f
   return Slowest(context, elapsed.count() / args.iters);
 }
 
+// The sidecar's communicator without the probe runner: Communicator::Run timed as RunProbe times
+// it (the communicator's own AllGatherDouble as the barrier) but with no input fill or buffer
+// handling, so a gap to the direct calls splits into the communicator's share and the runner's.
+double CommunicatorMicros(collectives::Communicator& comm, collectives::Buffers& buffers,
+                          std::size_t count, const Args& args) {
+  for (int i = 0; i < args.warmup; ++i) {
+    comm.Run(collectives::Collective::kAllReduce, buffers, count);
+  }
+  comm.AllGatherDouble(0.0);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < args.iters; ++i) {
+    comm.Run(collectives::Collective::kAllReduce, buffers, count);
+  }
+  comm.Synchronize();
+  const std::chrono::duration<double, std::micro> elapsed =
+      std::chrono::steady_clock::now() - start;
+  const std::vector<double> all = comm.AllGatherDouble(elapsed.count() / args.iters);
+  return *std::max_element(all.begin(), all.end());
+}
+
 struct Pairs {
   std::vector<double> sidecar_us;
   std::vector<double> direct_us;
+  std::vector<double> communicator_us;
 };
 
 int Main(int argc, char** argv) {
@@ -116,12 +143,7 @@ int Main(int argc, char** argv) {
         options.prefix = "sidecar";
         options.hostname = "127.0.0.1";
         collectives::GlooCommunicator comm(store, options);
-        gloo::transport::tcp::attr attr;
-        attr.hostname = "127.0.0.1";
-        auto device = gloo::transport::tcp::CreateDevice(attr);
-        auto direct = std::make_shared<gloo::rendezvous::Context>(rank, kRanks);
-        gloo::rendezvous::PrefixStore direct_store("direct", store);
-        direct->connectFullMesh(direct_store, device);
+        const std::shared_ptr<gloo::Context>& direct = comm.gloo_context();
         collectives::ProbeBuffers buffers(comm);  // as Sweep and the monitor keep theirs
         collectives::ProbeOptions probe;
         probe.warmup_iters = args.warmup;
@@ -134,21 +156,26 @@ int Main(int argc, char** argv) {
           for (int block = 0; block < args.blocks; ++block) {
             double sidecar = 0;
             double plain = 0;
-            // Alternate which side goes first, so neither always runs on a warmer machine.
-            if (block % 2 == 0) {
+            double communicator = 0;
+            const auto run_sidecar = [&] {
               sidecar = collectives::RunProbe(comm, collectives::Collective::kAllReduce, count,
                                               probe, &buffers)
                             .time_us;
-              plain = DirectMicros(direct, in, out, args);
-            } else {
-              plain = DirectMicros(direct, in, out, args);
-              sidecar = collectives::RunProbe(comm, collectives::Collective::kAllReduce, count,
-                                              probe, &buffers)
-                            .time_us;
+            };
+            const auto run_plain = [&] { plain = DirectMicros(direct, in, out, args); };
+            const auto run_communicator = [&] {
+              communicator = CommunicatorMicros(comm, buffers.AtLeast(count, count), count, args);
+            };
+            // Rotate which side goes first, so none always runs on a warmer machine.
+            const std::array<std::function<void()>, 3> sides = {run_sidecar, run_plain,
+                                                                run_communicator};
+            for (int k = 0; k < 3; ++k) {
+              sides[static_cast<std::size_t>((block + k) % 3)]();
             }
             if (rank == 0) {
               results[s].sidecar_us.push_back(sidecar);
               results[s].direct_us.push_back(plain);
+              results[s].communicator_us.push_back(communicator);
             }
           }
         }
@@ -166,17 +193,29 @@ int Main(int argc, char** argv) {
   }
   std::printf("all_reduce, %d ranks as threads, %d blocks, warm-up %d, %d timed calls\n", kRanks,
               args.blocks, args.warmup, args.iters);
-  std::printf("| size | sidecar probe (us) | direct Gloo (us) | ratio of medians | median paired ratio |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf(
+      "| size | sidecar probe (us) | communicator alone (us) | direct Gloo (us) | probe / direct, "
+      "ratio of medians | probe / direct, median paired [95%% interval] | communicator / direct, "
+      "median paired [95%% interval] |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
   for (std::size_t s = 0; s < args.bytes.size(); ++s) {
-    std::vector<double> ratios;
-    for (std::size_t b = 0; b < results[s].sidecar_us.size(); ++b) {
-      ratios.push_back(results[s].sidecar_us[b] / results[s].direct_us[b]);
-    }
-    const double sidecar = Median(results[s].sidecar_us);
-    const double plain = Median(results[s].direct_us);
-    std::printf("| %zu MiB | %.0f | %.0f | %.4f | %.4f |\n", args.bytes[s] >> 20, sidecar, plain,
-                sidecar / plain, Median(ratios));
+    const Pairs& pairs = results[s];
+    // "1.0123 [0.9950, 1.0301]": the median of per-block ratios to direct, and its interval.
+    const auto paired = [&](const std::vector<double>& side) {
+      std::vector<double> ratios;
+      for (std::size_t b = 0; b < side.size(); ++b) {
+        ratios.push_back(side[b] / pairs.direct_us[b]);
+      }
+      const auto [low, high] = MedianInterval95(ratios);
+      char text[64];
+      std::snprintf(text, sizeof(text), "%.4f [%.4f, %.4f]", Median(ratios), low, high);
+      return std::string(text);
+    };
+    const double sidecar = Median(pairs.sidecar_us);
+    const double plain = Median(pairs.direct_us);
+    std::printf("| %zu MiB | %.0f | %.0f | %.0f | %.4f | %s | %s |\n", args.bytes[s] >> 20, sidecar,
+                Median(pairs.communicator_us), plain, sidecar / plain,
+                paired(pairs.sidecar_us).c_str(), paired(pairs.communicator_us).c_str());
   }
   return 0;
 }
