@@ -132,9 +132,8 @@ class SidecarRun {
     Log("rendezvous store listening on port " + std::to_string(server_->port()));
   }
 
-  void Rendezvous() {
-    const auto started = Clock::now();
-    const auto deadline = started + config_.rendezvous_timeout;
+  // This rank's connection to rank 0's store, retried until `deadline`.
+  rendezvous::ClientOptions StoreClientOptions(Clock::time_point deadline) const {
     rendezvous::ClientOptions options;
     options.host = config_.rendezvous_addr;
     options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
@@ -143,6 +142,13 @@ class SidecarRun {
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
     options.attempt = static_cast<std::uint32_t>(config_.attempt);
     options.deadline = deadline;
+    return options;
+  }
+
+  void Rendezvous() {
+    const auto started = Clock::now();
+    const auto deadline = started + config_.rendezvous_timeout;
+    const rendezvous::ClientOptions options = StoreClientOptions(deadline);
     auto connected = rendezvous::StoreClient::Connect(options);
     if (!connected) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kConnect);
@@ -236,15 +242,7 @@ class SidecarRun {
   void ConnectStores(std::chrono::milliseconds timeout) {
     stores_.push_back(std::make_unique<GlooStoreAdapter>(*client_, timeout));
     for (int local = 1; local < local_ranks_; ++local) {
-      rendezvous::ClientOptions options;
-      options.host = config_.rendezvous_addr;
-      options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
-      options.token = config_.token;
-      options.rank = static_cast<std::uint32_t>(config_.rank);
-      options.world_size = static_cast<std::uint32_t>(config_.world_size());
-      options.attempt = static_cast<std::uint32_t>(config_.attempt);
-      options.deadline = Clock::now() + timeout;
-      auto connected = rendezvous::StoreClient::Connect(options);
+      auto connected = rendezvous::StoreClient::Connect(StoreClientOptions(Clock::now() + timeout));
       if (!connected) {
         throw RunFailure("local rank " + std::to_string(local) + ": " + connected.error());
       }

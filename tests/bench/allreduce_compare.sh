@@ -9,7 +9,7 @@ reps=${2:-3}
 warmup=${3:-1}
 iters=${4:-4}
 min=$((1 << 20)); max=$((256 << 20)); factor=4; ranks=4
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/sidecar_env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpicc -O2 -o "$work/mpi_allreduce" "$(dirname "$0")/mpi_allreduce.c"
@@ -19,13 +19,8 @@ run_sidecar() {  # prints "bytes busbw" for rank 0's all_reduce rows
   local rdv; rdv=$(free_port)
   local pids=()
   for rank in $(seq 0 $((ranks - 1))); do
-    mkdir -p "$work/rank-$rank"
-    env RINGLEADER_JOB_NAME=bench RINGLEADER_JOB_NAMESPACE=default RINGLEADER_RANK="$rank" \
-      RINGLEADER_REPLICAS="$ranks" RINGLEADER_RENDEZVOUS_ADDR=127.0.0.1 \
-      RINGLEADER_RENDEZVOUS_PORT="$rdv" RINGLEADER_METRICS_PORT="$(free_port)" \
-      RINGLEADER_METRICS_BIND_ADDRESS=127.0.0.1 RINGLEADER_BACKEND=gloo RINGLEADER_MODE=preflight \
-      RINGLEADER_TOKEN_FILE="$work/token" RINGLEADER_RUN_DIR="$work/rank-$rank" \
-      RINGLEADER_POD_IP=127.0.0.1 RINGLEADER_PREFLIGHT_MIN_BYTES="$min" \
+    # shellcheck disable=SC2046  # one NAME=VALUE word per line
+    env $(sidecar_env "$rank" "$ranks" "$rdv" "$work") RINGLEADER_PREFLIGHT_MIN_BYTES="$min" \
       RINGLEADER_PREFLIGHT_MAX_BYTES="$max" RINGLEADER_PREFLIGHT_STEP_FACTOR="$factor" \
       RINGLEADER_PREFLIGHT_WARMUP_ITERATIONS="$warmup" RINGLEADER_PREFLIGHT_ITERATIONS="$iters" \
       RINGLEADER_PREFLIGHT_TIMEOUT_SECONDS=300 RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS=60 \

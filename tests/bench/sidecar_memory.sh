@@ -7,7 +7,7 @@ build=$(realpath "${1:-build/release}")
 ranks=${2:-2}
 sizes=${3:-$((16 << 20)),$((64 << 20)),$((256 << 20))}
 local_ranks=${4:-1}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$(dirname "$0")/sidecar_env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "job-token-for-bench" > "$work/token"
@@ -18,14 +18,9 @@ for max in ${sizes//,/ }; do
   rdv=$(free_port)
   pids=()
   for rank in $(seq 0 $((ranks - 1))); do
-    mkdir -p "$work/rank-$rank"
-    env RINGLEADER_JOB_NAME=bench RINGLEADER_JOB_NAMESPACE=default RINGLEADER_RANK="$rank" \
-      RINGLEADER_REPLICAS="$ranks" RINGLEADER_RENDEZVOUS_ADDR=127.0.0.1 \
-      RINGLEADER_RENDEZVOUS_PORT="$rdv" RINGLEADER_METRICS_PORT="$(free_port)" \
-      RINGLEADER_METRICS_BIND_ADDRESS=127.0.0.1 RINGLEADER_BACKEND=gloo RINGLEADER_MODE=preflight \
-      RINGLEADER_LOCAL_RANKS="$local_ranks" \
-      RINGLEADER_TOKEN_FILE="$work/token" RINGLEADER_RUN_DIR="$work/rank-$rank" \
-      RINGLEADER_POD_IP=127.0.0.1 RINGLEADER_PREFLIGHT_MIN_BYTES="$max" \
+    # shellcheck disable=SC2046  # one NAME=VALUE word per line
+    env $(sidecar_env "$rank" "$ranks" "$rdv" "$work") RINGLEADER_LOCAL_RANKS="$local_ranks" \
+      RINGLEADER_PREFLIGHT_MIN_BYTES="$max" \
       RINGLEADER_PREFLIGHT_MAX_BYTES="$max" RINGLEADER_PREFLIGHT_WARMUP_ITERATIONS=1 \
       RINGLEADER_PREFLIGHT_ITERATIONS=2 RINGLEADER_PREFLIGHT_TIMEOUT_SECONDS=300 \
       /usr/bin/time -f "%M" -o "$work/rank-$rank/rss" \
