@@ -18,14 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include "tests/bench/bench_args.h"
+#include "tests/bench/gloo_direct_timing.h"
 
 namespace ringleader::bench {
 namespace {
@@ -62,26 +60,6 @@ Args ParseArgs(int argc, char** argv) {
   return args;
 }
 
-using ReduceFn = void (*)(void*, const void*, const void*, std::size_t);
-
-void AllReduce(const std::shared_ptr<gloo::Context>& context, const float* in, float* out,
-               std::size_t count) {
-  gloo::AllreduceOptions opts(context);
-  opts.setInput(const_cast<float*>(in), count);
-  opts.setOutput(out, count);
-  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
-  gloo::allreduce(opts);
-}
-
-double SlowestRank(const std::shared_ptr<gloo::Context>& context, double seconds) {
-  double value = seconds;
-  gloo::AllreduceOptions opts(context);
-  opts.setOutput(&value, 1);
-  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
-  gloo::allreduce(opts);
-  return value;
-}
-
 void RunRank(const Args& args, int rank, const std::string& store_dir) {
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
@@ -93,17 +71,8 @@ void RunRank(const Args& args, int rank, const std::string& store_dir) {
     const std::size_t count = bytes / sizeof(float);
     std::vector<float> in(count, static_cast<float>(rank + 1));
     std::vector<float> out(count, 0.0f);
-    for (int i = 0; i < args.warmup; ++i) {
-      AllReduce(context, in.data(), out.data(), count);
-    }
-    gloo::BarrierOptions barrier(context);
-    gloo::barrier(barrier);
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < args.iters; ++i) {
-      AllReduce(context, in.data(), out.data(), count);
-    }
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    const double seconds = SlowestRank(context, elapsed.count() / args.iters);
+    const double seconds =
+        TimeGlooAllReduce(context, in.data(), out.data(), count, args.warmup, args.iters);
     const double expected = args.ranks * (args.ranks + 1) / 2.0;
     if (out[0] != static_cast<float>(expected) || out[count - 1] != static_cast<float>(expected)) {
       throw std::runtime_error("wrong all_reduce result");

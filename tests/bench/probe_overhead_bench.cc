@@ -25,21 +25,18 @@
 #include <thread>
 #include <vector>
 
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
 #include <gloo/context.h>
-#include <gloo/math.h>
 #include <gloo/rendezvous/hash_store.h>
 
 #include "sidecar/collectives/gloo_communicator.h"
 #include "sidecar/collectives/probe.h"
 #include "tests/bench/bench_args.h"
+#include "tests/bench/gloo_direct_timing.h"
 
 namespace ringleader::bench {
 namespace {
 
 constexpr int kRanks = 4;
-using ReduceFn = void (*)(void*, const void*, const void*, std::size_t);
 
 struct Args {
   std::vector<std::size_t> bytes{std::size_t{1} << 20, std::size_t{16} << 20,
@@ -66,40 +63,6 @@ Args ParseArgs(int argc, char** argv) {
     return true;
   });
   return args;
-}
-
-void AllReduce(const std::shared_ptr<gloo::Context>& context, float* in, float* out,
-               std::size_t count) {
-  gloo::AllreduceOptions opts(context);
-  opts.setInput(in, count);
-  opts.setOutput(out, count);
-  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::sum<float>));
-  gloo::allreduce(opts);
-}
-
-// The slowest rank's value, on every rank.
-double Slowest(const std::shared_ptr<gloo::Context>& context, double seconds) {
-  gloo::AllreduceOptions opts(context);
-  opts.setOutput(&seconds, 1);
-  opts.setReduceFunction(static_cast<ReduceFn>(&gloo::max<double>));
-  gloo::allreduce(opts);
-  return seconds;
-}
-
-// What gloo_allreduce_direct times: warm-up, barrier, timed calls, the slowest rank's mean (us).
-double DirectMicros(const std::shared_ptr<gloo::Context>& context, std::vector<float>& in,
-                    std::vector<float>& out, const Args& args) {
-  for (int i = 0; i < args.warmup; ++i) {
-    AllReduce(context, in.data(), out.data(), in.size());
-  }
-  gloo::BarrierOptions barrier(context);
-  gloo::barrier(barrier);
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < args.iters; ++i) {
-    AllReduce(context, in.data(), out.data(), in.size());
-  }
-  const std::chrono::duration<double, std::micro> elapsed = std::chrono::steady_clock::now() - start;
-  return Slowest(context, elapsed.count() / args.iters);
 }
 
 // The sidecar's communicator without the probe runner: Communicator::Run timed as RunProbe times
@@ -162,7 +125,10 @@ int Main(int argc, char** argv) {
                                               probe, &buffers)
                             .time_us;
             };
-            const auto run_plain = [&] { plain = DirectMicros(direct, in, out, args); };
+            const auto run_plain = [&] {
+              plain = 1e6 * TimeGlooAllReduce(direct, in.data(), out.data(), count, args.warmup,
+                                              args.iters);
+            };
             const auto run_communicator = [&] {
               communicator = CommunicatorMicros(comm, buffers.AtLeast(count, count), count, args);
             };
