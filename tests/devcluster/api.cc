@@ -6,13 +6,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <set>
 
 #include "tests/devcluster/gc.h"
+#include "tests/devcluster/machinery/crd_validation.h"
 #include "tests/devcluster/machinery/object_meta.h"
 #include "tests/devcluster/machinery/patch.h"
 #include "tests/devcluster/machinery/selectors.h"
 #include "tests/devcluster/machinery/status.h"
+#include "tests/support/cel/crd_rules.h"
 #include "tests/support/structural_schema.h"
 
 namespace ringleader::devcluster {
@@ -63,31 +66,61 @@ std::string Unbase64(const std::string& data) {
 }
 
 NameRule NameRuleFor(const ResourceInfo& info) {
-  return info.group.empty() && (info.plural == "namespaces" || info.plural == "services") ? NameRule::kDnsLabel
-                                                                                         : NameRule::kDnsSubdomain;
+  if (info.group.empty() && info.plural == "namespaces") {
+    return NameRule::kDnsLabel;
+  }
+  return info.group.empty() && info.plural == "services" ? NameRule::kDns1035Label : NameRule::kDnsSubdomain;
 }
 
-// Prunes, defaults and validates a custom resource against its schema, as the API server does.
-void NormalizeCustomResource(const ResourceInfo& info, nlohmann::json& object, const WriteOptions& options) {
+// Strict field validation happens while the server decodes the body, before admission and
+// validation: a field the schema does not define is a 400 (kubectl sends fieldValidation=Strict).
+void RejectUnknownFields(const ResourceInfo& info, const nlohmann::json& object, const WriteOptions& options) {
+  if (!info.is_custom || !info.schema.is_object() || options.field_validation != "Strict") {
+    return;
+  }
+  const schema::ValidationResult result = schema::Validate(object, info.schema);
+  if (result.unknown_fields.empty()) {
+    return;
+  }
+  std::string message;
+  for (const std::string& field : result.unknown_fields) {
+    message += (message.empty() ? "" : ", ") + std::string("unknown field \"") + field + "\"";
+  }
+  throw BadRequest(info.kind + " in version \"" + info.version + "\" cannot be handled as a " + info.kind +
+                   ": strict decoding error: " + message);
+}
+
+// Prunes, defaults and validates a custom resource against its schema, then runs its CEL rules
+// unless a schema error makes that pointless (the server's hasBlockingErr), as the API server
+// does, adding the field errors to `errors` (the caller reports them all in one 422). `old` is the
+// stored object on update (for transition rules and ratcheting), null on create.
+void NormalizeCustomResource(const ResourceInfo& info, nlohmann::json& object, const nlohmann::json* old,
+                             std::vector<schema::SchemaError>& errors) {
   if (!info.is_custom || !info.schema.is_object()) {
     return;
   }
-  if (options.field_validation == "Strict") {
-    const schema::ValidationResult first = schema::Validate(object, info.schema);
-    if (!first.unknown_fields.empty()) {
-      std::string message;
-      for (const std::string& field : first.unknown_fields) {
-        message += (message.empty() ? "" : ", ") + std::string("unknown field \"") + field + "\"";
-      }
-      throw BadRequest(info.kind + " in version \"" + info.version + "\" cannot be handled as a " + info.kind +
-                       ": strict decoding error: " + message);
-    }
-  }
   schema::Prune(object, info.schema);
   schema::ApplyDefaults(object, info.schema);
-  const schema::ValidationResult result = schema::Validate(object, info.schema);
-  if (!result.ok()) {
-    throw Invalid(info.QualifiedKind(), MetaString(object, "name"), result.errors);
+  schema::ValidationResult result = schema::Validate(object, info.schema);
+  const bool blocks_cel = result.BlocksCel();
+  errors.insert(errors.end(), std::make_move_iterator(result.errors.begin()),
+                std::make_move_iterator(result.errors.end()));
+  if (info.rules == nullptr || !cel::HasRules(*info.rules)) {
+    return;
+  }
+  if (blocks_cel) {
+    errors.push_back(schema::CelRulesSkipped());
+    return;
+  }
+  cel::RuleEvaluation evaluation = cel::ValidateRules(*info.rules, object, old != nullptr ? *old : nlohmann::json());
+  errors.insert(errors.end(), std::make_move_iterator(evaluation.errors.begin()),
+                std::make_move_iterator(evaluation.errors.end()));
+}
+
+// NamespaceLifecycle admission: nothing is created in a namespace that does not exist.
+void RequireNamespace(const Store::Txn& txn, const ResourceInfo& info, const std::string& ns) {
+  if (info.namespaced && txn.Get(kNamespaceKey, "", ns) == nullptr) {
+    throw NotFound("namespaces", ns);
   }
 }
 
@@ -119,8 +152,12 @@ void ApplyBuiltinCreateDefaults(const ResourceInfo& info, nlohmann::json& object
   }
 }
 
-// Ports of a Service get protocol TCP and targetPort = port unless given (also on update).
+// Ports of a Service get protocol TCP and targetPort = port unless given, a Secret type Opaque
+// (also on update).
 void ApplyBuiltinDefaults(const ResourceInfo& info, nlohmann::json& object) {
+  if (info.group.empty() && info.plural == "secrets" && (!object.contains("type") || object["type"] == "")) {
+    object["type"] = "Opaque";
+  }
   if (info.group.empty() && info.plural == "services" && object.contains("spec") &&
       object["spec"].contains("ports") && object["spec"]["ports"].is_array()) {
     for (auto& port : object["spec"]["ports"]) {
@@ -137,25 +174,25 @@ void ApplyBuiltinDefaults(const ResourceInfo& info, nlohmann::json& object) {
   }
 }
 
-// A CRD's status as an API server that accepted it reports it.
-void SetCrdStatus(nlohmann::json& crd) {
-  const std::string now = Now();
-  nlohmann::json stored = nlohmann::json::array();
-  if (crd["spec"].contains("versions") && crd["spec"]["versions"].is_array()) {
-    for (const auto& version : crd["spec"]["versions"]) {
-      if (version.value("storage", false)) {
-        stored.push_back(version.value("name", std::string()));
-      }
-    }
+bool IsCrd(const ResourceInfo& info) {
+  return info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions";
+}
+
+// Validates a CRD write as the server does (throws 400 or 422), then defaults it (storedVersions
+// and the status kept on update) and sets the conditions its controllers would: names accepted,
+// established.
+void AdmitCrd(nlohmann::json& crd, const nlohmann::json* old_crd) {
+  ResourceRegistry::FromCrd(crd, old_crd, cel::CrdCelCompilers());
+  DefaultCrd(crd, old_crd);
+  nlohmann::json& status = crd["status"];
+  status["acceptedNames"] = crd["spec"].value("names", nlohmann::json::object());
+  if (!status.contains("conditions")) {
+    const std::string now = Now();
+    status["conditions"] = {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
+                             {"message", "no conflicts found"}, {"lastTransitionTime", now}},
+                            {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
+                             {"message", "the initial names have been accepted"}, {"lastTransitionTime", now}}};
   }
-  crd["status"] = {
-      {"acceptedNames", crd["spec"].value("names", nlohmann::json::object())},
-      {"storedVersions", stored},
-      {"conditions",
-       {{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
-         {"message", "no conflicts found"}, {"lastTransitionTime", now}},
-        {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
-         {"message", "the initial names have been accepted"}, {"lastTransitionTime", now}}}}};
 }
 
 std::vector<std::string> Finalizers(const nlohmann::json& object) {
@@ -186,7 +223,7 @@ class Writer {
     if (key == kCrdKey) {
       const auto& spec = stored["spec"];
       catalog_.SetCrd(spec.value("group", std::string()), spec["names"].value("plural", std::string()),
-                      ResourceRegistry::FromCrd(stored));
+                      ResourceRegistry::ServedVersions(stored));
     }
     return stored;
   }
@@ -385,19 +422,13 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
                         const WriteOptions& options) {
   const std::string ns = NamespaceFor(info, url_ns);
   CheckIdentity(info, ns, body);
+  RejectUnknownFields(info, body, options);
+  store_.Read([&](const Store::Txn& txn) { RequireNamespace(txn, info, ns); });
   auto& meta = body["metadata"];
   std::string name = MetaString(body, "name");
-  if (name.empty()) {
-    const std::string prefix = MetaString(body, "generateName");
-    if (prefix.empty()) {
-      throw Invalid(info.QualifiedKind(), "",
-                    {{"metadata.name", "Required value: name or generateName is required"}});
-    }
-    name = GenerateName(prefix);
+  if (name.empty() && !MetaString(body, "generateName").empty()) {
+    name = GenerateName(MetaString(body, "generateName"));
     meta["name"] = name;
-  }
-  if (auto error = ValidateName(info.QualifiedKind(), name, NameRuleFor(info))) {
-    throw *error;
   }
   for (const char* server_owned : {"uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds",
                                    "creationTimestamp", "generation", "managedFields", "selfLink"}) {
@@ -407,17 +438,20 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
     body.erase("status");
   }
   ApplyBuiltinDefaults(info, body);
-  NormalizeCustomResource(info, body, options);
-  if (info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions") {
-    ResourceRegistry::FromCrd(body);  // throws Invalid for a CRD that cannot be served
-    SetCrdStatus(body);
-  }
-  if (info.namespaced && !options.dry_run) {
-    EnsureNamespace(ns);
+  if (IsCrd(info)) {
+    AdmitCrd(body, nullptr);  // its name is checked with the rest of the CRD
+  } else {
+    // Every field error of the object in one 422, as the server's strategy reports them.
+    std::vector<schema::SchemaError> errors = NameErrors(name, NameRuleFor(info));
+    NormalizeCustomResource(info, body, nullptr, errors);
+    if (!errors.empty()) {
+      throw Invalid(info.QualifiedKind(), name, errors);
+    }
   }
 
   WriteResult result{201, nullptr};
   store_.Write([&](Store::Txn& txn) {
+    RequireNamespace(txn, info, ns);  // it may have gone since the check above
     if (txn.Get(StoreKey(info), ns, name) != nullptr) {
       throw AlreadyExists(info.GroupResource(), name);
     }
@@ -520,14 +554,14 @@ WriteResult CommitUpdate(Writer& writer, const ResourceInfo& info, const nlohman
   next["kind"] = info.kind;
   next["metadata"]["resourceVersion"] = current["metadata"].value("resourceVersion", std::string());
   ApplyBuiltinDefaults(info, next);
-  NormalizeCustomResource(info, next, options);
-  if (info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions") {
-    ResourceRegistry::FromCrd(next);
-    SetCrdStatus(next);
-    if (current.contains("status") && current["status"].contains("conditions") &&
-        current["spec"] == next["spec"]) {
-      next["status"] = current["status"];
-    }
+  RejectUnknownFields(info, next, options);
+  std::vector<schema::SchemaError> errors;
+  NormalizeCustomResource(info, next, &current, errors);
+  if (!errors.empty()) {
+    throw Invalid(info.QualifiedKind(), name, errors);
+  }
+  if (IsCrd(info)) {
+    AdmitCrd(next, &current);
   }
   if (SpecChanged(current, next)) {
     next["metadata"]["generation"] = current["metadata"].value("generation", 1) + 1;
@@ -541,9 +575,7 @@ WriteResult CommitUpdate(Writer& writer, const ResourceInfo& info, const nlohman
     writer.CollectGarbageNow();
     return removed;
   }
-  WriteResult result{200, writer.Put(key, std::move(next))};
-  (void)options;
-  return result;
+  return {200, writer.Put(key, std::move(next))};
 }
 
 }  // namespace

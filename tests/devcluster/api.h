@@ -68,8 +68,9 @@ class Api {
   nlohmann::json DeleteCollection(const ResourceInfo& info, const std::string& ns, const ListOptions& options,
                                   const nlohmann::json& delete_options);
 
-  // Creates a Namespace object unless it exists (the server keeps "default", "kube-system" and
-  // "kube-public", and creates others when something is created in them).
+  // Creates a Namespace object unless it exists (the server keeps "default", "kube-system",
+  // "kube-public" and "kube-node-lease"). Creating anything in a namespace that does not exist is
+  // a 404, as kube-apiserver's NamespaceLifecycle admission answers.
   void EnsureNamespace(const std::string& name);
 
  private:

@@ -208,7 +208,8 @@ TEST_F(DevClusterTest, GenerationMovesOnlyWhenTheSpecChanges) {
   Reply labelled = client_->Call("PATCH", base + "/demo", json{{"metadata", {{"labels", {{"a", "b"}}}}}},
                                  "application/merge-patch+json");
   EXPECT_EQ(labelled.body["metadata"]["generation"], 1);
-  Reply respec = client_->Call("PATCH", base + "/demo", json{{"spec", {{"replicas", 2}}}}, "application/merge-patch+json");
+  Reply respec = client_->Call("PATCH", base + "/demo", json{{"spec", {{"runPolicy", {{"backoffLimit", 5}}}}}},
+                               "application/merge-patch+json");
   EXPECT_EQ(respec.body["metadata"]["generation"], 2);
 }
 

@@ -7,72 +7,11 @@
 set -u -o pipefail
 
 DEVCLUSTER=${1:?usage: kubectl_test.sh PATH/TO/devcluster}
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/devcluster-kubectl.XXXXXX")
-SERVER_PID=""
-PASSED=0
+# shellcheck source=tests/devcluster/kubectl_harness.sh
+source "$(dirname "${BASH_SOURCE[0]}")/kubectl_harness.sh"
 
-cleanup() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null
-    wait "$SERVER_PID" 2>/dev/null
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-fail() {
-  echo "FAIL: $1" >&2
-  if [[ $# -ge 2 ]]; then
-    echo "--- output was:" >&2
-    echo "$2" >&2
-  fi
-  echo "--- server log (tail):" >&2
-  tail -20 "$WORK/server.log" >&2 2>/dev/null
-  echo "$PASSED passed, 1 failed"
-  exit 1
-}
-
-pass() {
-  PASSED=$((PASSED + 1))
-  echo "ok $PASSED - $1"
-}
-
-# expect NAME PATTERN OUTPUT: OUTPUT must match the extended regex PATTERN.
-expect() {
-  if ! grep -Eq -- "$2" <<<"$3"; then
-    fail "$1: expected /$2/" "$3"
-  fi
-  pass "$1"
-}
-
-# expect_not NAME PATTERN OUTPUT
-expect_not() {
-  if grep -Eq -- "$2" <<<"$3"; then
-    fail "$1: did not expect /$2/" "$3"
-  fi
-  pass "$1"
-}
-
-# A throwaway HOME: the gcloud kubectl dispatcher caches the server version and discovery there.
-export HOME="$WORK/home"
-mkdir -p "$HOME"
-export KUBECONFIG="$WORK/data/kubeconfig"
-KUBECTL=(timeout 60 kubectl --request-timeout=30s)
-k() { "${KUBECTL[@]}" "$@" 2>&1; }
-
-"$DEVCLUSTER" --data-dir "$WORK/data" --audit-log "$WORK/audit.log" >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-for _ in $(seq 1 100); do
-  grep -q "devcluster: serving" "$WORK/server.log" 2>/dev/null && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "devcluster exited at start"
-  sleep 0.1
-done
-grep -q "devcluster: serving https://127.0.0.1:[0-9]* (kubeconfig $WORK/data/kubeconfig)" "$WORK/server.log" ||
-  fail "devcluster did not announce itself" "$(cat "$WORK/server.log")"
+start_devcluster --audit-log "$WORK/audit.log"
 pass "devcluster starts and announces its URL and kubeconfig"
-URL=$(sed -n 's/^devcluster: serving \(https:[^ ]*\) .*/\1/p' "$WORK/server.log")
 
 out=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$WORK/data/ca.crt" "$URL/api/v1/namespaces/default/pods")
 expect "curl without a token gets 401" '^401$' "$out"
@@ -89,7 +28,9 @@ out=$(k apply -f "$ROOT/examples/trainingjob.yaml")
 expect "apply TrainingJob" '^trainingjob.ringleader.dev/demo created$' "$out"
 out=$(k apply -f "$ROOT/examples/trainingjob.yaml")
 expect "re-apply unchanged" '^trainingjob.ringleader.dev/demo unchanged$' "$out"
-sed 's/replicas: 4/replicas: 5/' "$ROOT/examples/trainingjob.yaml" >"$WORK/tj-5.yaml"
+# The CRD lets replicas change only while the job is suspended.
+sed -e 's/replicas: 4/replicas: 5/' -e 's/backoffLimit: 2/backoffLimit: 2\n    suspend: true/' \
+  "$ROOT/examples/trainingjob.yaml" >"$WORK/tj-5.yaml"
 out=$(k apply -f "$WORK/tj-5.yaml")
 expect "apply with a change" '^trainingjob.ringleader.dev/demo configured$' "$out"
 
@@ -252,13 +193,7 @@ out=$(k delete serviceaccount reader)
 out=$(as_reader get configmaps)
 expect "deleting the ServiceAccount revokes its token" 'Unauthorized|must be logged in' "$out"
 
-kill -TERM "$SERVER_PID"
-for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$SERVER_PID" 2>/dev/null && fail "devcluster did not exit on SIGTERM"
-wait "$SERVER_PID"
-rc=$?
-SERVER_PID=""
-[[ $rc -eq 0 ]] || fail "devcluster exit status $rc"
+stop_devcluster
 pass "devcluster exits cleanly on SIGTERM"
 
 echo "$PASSED passed, 0 failed"

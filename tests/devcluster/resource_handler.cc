@@ -5,6 +5,7 @@
 
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/machinery/patch.h"
+#include "tests/devcluster/machinery/protobuf_body.h"
 #include "tests/devcluster/machinery/selectors.h"
 #include "tests/devcluster/machinery/table.h"
 
@@ -70,8 +71,9 @@ nlohmann::json ParseJson(const std::string& body) {
   }
 }
 
-// The body of a POST or PUT: JSON, or YAML for clients that send it.
-nlohmann::json ParseObjectBody(const Request& request) {
+// The body of a POST or PUT: JSON, YAML for clients that send it, or protobuf (kubectl's create
+// commands send built-in kinds so; custom resources have no protobuf form).
+nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info) {
   const std::string type = MediaType(request.content_type);
   if (request.body.empty()) {
     throw BadRequest("the request body is empty; an object is required");
@@ -86,7 +88,13 @@ nlohmann::json ParseObjectBody(const Request& request) {
       throw BadRequest(std::string("yaml: ") + e.what());
     }
   }
-  throw UnsupportedMediaType({"application/json", "application/yaml"});
+  if (info.is_custom) {
+    throw UnsupportedMediaType({"application/json", "application/yaml"});
+  }
+  if (type == kProtobufMediaType) {
+    return DecodeProtobufObject(request.body, info.GroupVersion(), info.kind);
+  }
+  throw UnsupportedMediaType({"application/json", "application/yaml", std::string(kProtobufMediaType)});
 }
 
 nlohmann::json ParsePatchBody(const Request& request) {
@@ -222,7 +230,7 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
       return JsonResponse(200, Api::ListBody(t.info, list));
     }
     if (method == "POST") {
-      return Write(api_.Create(t.info, t.ns, ParseObjectBody(request), WriteOptionsFrom(request)));
+      return Write(api_.Create(t.info, t.ns, ParseObjectBody(request, t.info), WriteOptionsFrom(request)));
     }
     if (method == "DELETE") {
       nlohmann::json options = request.body.empty() ? nlohmann::json() : ParseJson(request.body);
@@ -240,7 +248,8 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
     return JsonResponse(200, object);
   }
   if (method == "PUT") {
-    return Write(api_.Update(t.info, t.ns, t.name, t.subresource, ParseObjectBody(request), WriteOptionsFrom(request)));
+    return Write(api_.Update(t.info, t.ns, t.name, t.subresource, ParseObjectBody(request, t.info),
+                             WriteOptionsFrom(request)));
   }
   if (method == "PATCH") {
     return Write(api_.Patch(t.info, t.ns, t.name, t.subresource, MediaType(request.content_type),

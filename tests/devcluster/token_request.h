@@ -14,9 +14,10 @@
 namespace ringleader::devcluster {
 
 // The response when `request` is a TokenRequest (201 with status.token),
-// nullopt when it is not. Throws ApiError: 404 for a missing ServiceAccount,
-// 400 for a bad body or a lifetime under ten minutes, 405 for a method other
-// than POST. A protobuf body (kubectl's) is not read; its token lives an hour.
+// nullopt when it is not. Throws ApiError: 404 for a missing ServiceAccount or
+// bound object, 400 for a bad body or any boundObjectRef (devcluster cannot
+// revoke bound tokens), 422 for a lifetime under ten minutes, 405 for a method
+// other than POST. The body may be JSON, YAML or protobuf (kubectl's).
 std::optional<Response> ServeTokenRequest(const Request& request, const Api& api, const Catalog& catalog,
                                           Authenticator& authenticator);
 

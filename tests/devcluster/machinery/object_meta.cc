@@ -21,6 +21,10 @@ constexpr std::string_view kLabelMessage =
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
     "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+constexpr std::string_view kDns1035LabelMessage =
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 template <size_t N>
 std::array<unsigned char, N> RandomBytes() {
@@ -280,17 +284,28 @@ std::vector<schema::SchemaError> NameErrors(std::string_view name, NameRule rule
     errors.push_back({"metadata.name", "Required value: name or generateName is required"});
     return errors;
   }
-  size_t max_length = rule == NameRule::kDnsLabel ? 63 : 253;
+  size_t max_length = rule == NameRule::kDnsSubdomain ? 253 : 63;
   std::string prefix = "Invalid value: " + Quote(name) + ": ";
   if (name.size() > max_length) {
     errors.push_back({"metadata.name", prefix + "must be no more than " +
                                            std::to_string(max_length) + " characters"});
   }
-  bool ok = rule == NameRule::kDnsLabel ? IsLabelChars(name) : IsSubdomainChars(name);
-  if (!ok) {
-    errors.push_back({"metadata.name", prefix + std::string(rule == NameRule::kDnsLabel
-                                                                ? kLabelMessage
-                                                                : kSubdomainMessage)});
+  switch (rule) {
+    case NameRule::kDnsSubdomain:
+      if (!IsSubdomainChars(name)) {
+        errors.push_back({"metadata.name", prefix + std::string(kSubdomainMessage)});
+      }
+      break;
+    case NameRule::kDnsLabel:
+      if (!IsLabelChars(name)) {
+        errors.push_back({"metadata.name", prefix + std::string(kLabelMessage)});
+      }
+      break;
+    case NameRule::kDns1035Label:
+      if (!IsLabelChars(name) || !(name.front() >= 'a' && name.front() <= 'z')) {
+        errors.push_back({"metadata.name", prefix + std::string(kDns1035LabelMessage)});
+      }
+      break;
   }
   return errors;
 }

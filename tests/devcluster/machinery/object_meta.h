@@ -45,9 +45,9 @@ bool BlocksOwnerDeletion(const nlohmann::json& object, std::string_view owner_ui
 // The uid of the ownerReference with controller: true, if any.
 std::optional<std::string> ControllerUid(const nlohmann::json& object);
 
-// Which rule an object name must follow: most kinds need a DNS-1123 subdomain; Namespaces (and
-// Services) need a DNS-1123 label.
-enum class NameRule { kDnsSubdomain, kDnsLabel };
+// Which rule an object name must follow: most kinds need a DNS-1123 subdomain; Namespaces need a
+// DNS-1123 label and Services a DNS-1035 label (it starts with a letter).
+enum class NameRule { kDnsSubdomain, kDnsLabel, kDns1035Label };
 
 // Field errors for metadata.name in the real server's words, e.g.
 // `metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of ...`.

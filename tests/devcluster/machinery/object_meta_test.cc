@@ -164,6 +164,10 @@ const char kLabel[] =
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
     "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
     "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const char kDns1035Label[] =
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 TEST_P(NameTest, ValidatesWithTheServersWords) {
   std::vector<std::string> errors;
@@ -190,6 +194,11 @@ INSTANTIATE_TEST_SUITE_P(
         NameCase{"a.b", NameRule::kDnsLabel,
                  {std::string("metadata.name: Invalid value: \"a.b\": ") + kLabel}},
         NameCase{"team-a", NameRule::kDnsLabel, {}},
+        NameCase{"svc-1", NameRule::kDns1035Label, {}},
+        // A Service name must start with a letter, where a Namespace's may start with a digit.
+        NameCase{"1svc", NameRule::kDnsLabel, {}},
+        NameCase{"1svc", NameRule::kDns1035Label,
+                 {std::string("metadata.name: Invalid value: \"1svc\": ") + kDns1035Label}},
         NameCase{std::string(64, 'a'),
                  NameRule::kDnsLabel,
                  {"metadata.name: Invalid value: \"" + std::string(64, 'a') +

@@ -8,7 +8,11 @@
 #include <map>
 #include <set>
 
+#include "tests/devcluster/machinery/crd_validation.h"
+#include "tests/devcluster/machinery/jsonpath.h"
+#include "tests/devcluster/machinery/openapi_meta.h"
 #include "tests/devcluster/machinery/status.h"
+#include "tests/support/cel/crd_rules.h"
 #include "tests/devcluster/machinery/table.h"
 
 namespace ringleader::devcluster {
@@ -260,8 +264,9 @@ json BuiltinSchema(const std::string& description, json extra = json::object()) 
                       "object.")},
       {"kind", StringProperty("Kind is a string value representing the REST resource this "
                               "object represents.")},
-      // Structural schemas may only restrict metadata's name and generateName.
-      {"metadata", {{"type", "object"}, {"description", "Standard object's metadata."}}},
+      // Structural schemas may only restrict metadata's name and generateName (not even describe
+      // it); OpenApiDocument publishes it as ObjectMeta.
+      {"metadata", {{"type", "object"}}},
   };
   for (auto& [key, value] : extra.items()) {
     properties[key] = value;
@@ -794,142 +799,81 @@ std::vector<const ResourceInfo*> ResourceRegistry::All() const {
   return all;
 }
 
-std::vector<ResourceInfo> ResourceRegistry::FromCrd(const json& crd) {
-  std::vector<schema::SchemaError> errors;
-  json metadata = crd.is_object() ? crd.value("metadata", json::object()) : json::object();
-  std::string name = JsonString(metadata, "name");
-  json spec = crd.is_object() ? crd.value("spec", json()) : json();
-  if (!spec.is_object()) {
-    errors.push_back({"spec", "Required value"});
+std::vector<ResourceInfo> ResourceRegistry::FromCrd(
+    const json& crd, const json* old_crd, const schema::CelCompilerFactory& new_cel_compiler) {
+  if (std::string error = CrdDecodeError(crd); !error.empty()) {
+    throw BadRequest(error);
+  }
+  json defaulted = crd;
+  DefaultCrd(defaulted, old_crd);
+  std::vector<schema::SchemaError> errors = ValidateCrd(defaulted, old_crd, new_cel_compiler);
+  // devcluster does not serve /scale: a CRD the server would accept that asks for it is refused
+  // rather than half served.
+  const json& versions = Array(defaulted, {"spec", "versions"});
+  for (std::size_t i = 0; errors.empty() && i < versions.size(); ++i) {
+    if (const json* scale = FindPath(versions[i], {"subresources", "scale"}); scale != nullptr && !scale->is_null()) {
+      errors.push_back({"spec.versions[" + std::to_string(i) + "].subresources.scale",
+                        "Forbidden: devcluster does not serve the scale subresource"});
+    }
+  }
+  if (!errors.empty()) {
+    std::string name = defaulted.is_object()
+                           ? JsonString(defaulted.value("metadata", json::object()), "name")
+                           : "";
     throw Invalid("CustomResourceDefinition.apiextensions.k8s.io", name, errors);
   }
-  std::string group = JsonString(spec, "group");
-  json names = spec.value("names", json::object());
-  std::string plural = JsonString(names, "plural");
-  std::string kind = JsonString(names, "kind");
-  std::string singular = JsonString(names, "singular");
-  std::string list_kind = JsonString(names, "listKind");
-  std::string scope = JsonString(spec, "scope");
-  if (group.empty()) {
-    errors.push_back({"spec.group", "Required value"});
-  } else if (group.find('.') == std::string::npos) {
-    errors.push_back({"spec.group", "Invalid value: \"" + group +
-                                        "\": should be a domain with at least one dot"});
-  }
-  if (plural.empty()) {
-    errors.push_back({"spec.names.plural", "Required value"});
-  }
-  if (kind.empty()) {
-    errors.push_back({"spec.names.kind", "Required value"});
-  }
-  if (!plural.empty() && !group.empty() && name != plural + "." + group) {
-    errors.push_back({"metadata.name", "Invalid value: \"" + name +
-                                           "\": must be spec.names.plural+\".\"+spec.group"});
-  }
-  if (scope.empty()) {
-    errors.push_back({"spec.scope", "Required value"});
-  } else if (scope != "Namespaced" && scope != "Cluster") {
-    errors.push_back({"spec.scope", "Unsupported value: \"" + scope +
-                                        "\": supported values: \"Cluster\", \"Namespaced\""});
-  }
-  json versions = spec.value("versions", json::array());
-  if (!versions.is_array() || versions.empty()) {
-    errors.push_back({"spec.versions", "Required value: must have at least one version"});
-    versions = json::array();
-  }
-  int storage = 0;
-  json version_names = json::array();
-  for (const json& version : versions) {
-    storage += version.is_object() && version.value("storage", false) ? 1 : 0;
-    version_names.push_back(JsonString(version, "name"));
-  }
-  if (!versions.empty() && storage != 1) {
-    errors.push_back({"spec.versions", "Invalid value: " + version_names.dump() +
-                                           ": must have exactly one version marked as storage "
-                                           "version"});
-  }
-  if (singular.empty()) {
-    singular = kind;
-    std::transform(singular.begin(), singular.end(), singular.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  }
-  if (list_kind.empty() && !kind.empty()) {
-    list_kind = kind + "List";
-  }
-  static const std::set<std::string> kColumnTypes = {"boolean", "date", "integer", "number",
-                                                     "string"};
+  return ServedVersions(defaulted);
+}
+
+std::vector<ResourceInfo> ResourceRegistry::ServedVersions(const json& crd) {
+  const json& spec = crd["spec"];
+  const json names = spec.value("names", json::object());
   std::vector<ResourceInfo> infos;
-  for (size_t i = 0; i < versions.size(); ++i) {
-    const json& version = versions[i];
-    std::string at = "spec.versions[" + std::to_string(i) + "]";
-    if (!version.is_object()) {
-      errors.push_back({at, "Invalid value: " + version.dump() + ": must be an object"});
+  for (const json& version : spec.value("versions", json::array())) {
+    if (!version.value("served", false)) {
       continue;
     }
-    std::string version_name = JsonString(version, "name");
-    if (version_name.empty()) {
-      errors.push_back({at + ".name", "Required value"});
-    }
-    const json* schema = FindPath(version, {"schema", "openAPIV3Schema"});
-    if (schema == nullptr || !schema->is_object()) {
-      errors.push_back({at + ".schema.openAPIV3Schema", "Required value: schemas are required"});
-    } else {
-      for (const schema::SchemaError& error : schema::CheckStructural(*schema, false)) {
-        // CheckStructural's paths start at "openAPIV3Schema".
-        errors.push_back({error.path.empty() ? at + ".schema.openAPIV3Schema"
-                                             : at + ".schema." + error.path,
-                          error.message});
-      }
-    }
     ResourceInfo info;
-    info.group = group;
-    info.version = version_name;
-    info.kind = kind;
-    info.list_kind = list_kind;
-    info.plural = plural;
-    info.singular = singular;
+    info.group = JsonString(spec, "group");
+    info.version = JsonString(version, "name");
+    info.kind = JsonString(names, "kind");
+    info.list_kind = JsonString(names, "listKind");
+    info.plural = JsonString(names, "plural");
+    info.singular = JsonString(names, "singular");
     info.short_names = Strings(names.value("shortNames", json::array()));
     info.categories = Strings(names.value("categories", json::array()));
-    info.namespaced = scope != "Cluster";
-    info.has_status = FindPath(version, {"subresources", "status"}) != nullptr;
+    info.namespaced = JsonString(spec, "scope") != "Cluster";
+    const json* subresources = FindPath(version, {"subresources"});
+    info.has_status = subresources != nullptr && FindPath(*subresources, {"status"}) != nullptr &&
+                      !FindPath(*subresources, {"status"})->is_null();
+    const json* schema = FindPath(version, {"schema", "openAPIV3Schema"});
     info.schema = schema != nullptr ? *schema : json::object();
+    info.rules = cel::CompileSchemaRules(info.schema);
     info.is_custom = true;
-    const json& columns = Array(version, {"additionalPrinterColumns"});
-    for (size_t c = 0; c < columns.size(); ++c) {
-      const json& column = columns[c];
-      std::string column_at = at + ".additionalPrinterColumns[" + std::to_string(c) + "]";
+    // tableconvertor.New: columns up to the first whose JSONPath does not parse.
+    for (const json& column : Array(version, {"additionalPrinterColumns"})) {
       PrinterColumn printer;
       printer.name = JsonString(column, "name");
       printer.type = JsonString(column, "type");
       printer.json_path = JsonString(column, "jsonPath");
       printer.description = JsonString(column, "description");
+      if (printer.description.empty()) {
+        printer.description =
+            "Custom resource definition column (in JSONPath format): " + printer.json_path;
+      }
       printer.format = JsonString(column, "format");
-      printer.priority = column.is_object() ? column.value("priority", 0) : 0;
-      if (printer.name.empty()) {
-        errors.push_back({column_at + ".name", "Required value"});
-      }
-      if (printer.json_path.empty()) {
-        errors.push_back({column_at + ".jsonPath", "Required value"});
-      }
-      if (printer.type.empty()) {
-        errors.push_back({column_at + ".type", "Required value"});
-      } else if (!kColumnTypes.contains(printer.type)) {
-        errors.push_back({column_at + ".type",
-                          "Unsupported value: \"" + printer.type +
-                              "\": supported values: \"boolean\", \"date\", \"integer\", "
-                              "\"number\", \"string\""});
+      printer.priority = column.is_object() && column.value("priority", json(0)).is_number_integer()
+                             ? column.value("priority", 0)
+                             : 0;
+      if (!JsonPathParseError("{" + printer.json_path + "}").empty()) {
+        break;
       }
       info.columns.push_back(std::move(printer));
     }
-    if (columns.empty()) {
+    if (Array(version, {"additionalPrinterColumns"}).empty()) {
       info.columns.push_back(AgeColumn());
     }
-    if (version.value("served", false)) {
-      infos.push_back(std::move(info));
-    }
-  }
-  if (!errors.empty()) {
-    throw Invalid("CustomResourceDefinition.apiextensions.k8s.io", name, errors);
+    infos.push_back(std::move(info));
   }
   std::stable_sort(infos.begin(), infos.end(), [](const ResourceInfo& a, const ResourceInfo& b) {
     return VersionBefore(a.version, b.version);
@@ -1024,28 +968,39 @@ json ResourceRegistry::OpenApiDocument(const std::string& group_version) const {
     std::string schema_name = SchemaName(info, info.kind);
     std::string list_name = SchemaName(info, info.list_kind);
     json schema = info.schema.is_object() ? info.schema : json{{"type", "object"}};
+    // As the server publishes every kind (apiextensions' builder for custom ones): TypeMeta's
+    // apiVersion and kind, and ObjectMeta by reference, so that clients (kubectl apply's patch
+    // computation, kubectl explain) see metadata's fields.
+    schema = WithKubeNativeProperties(std::move(schema));
     schema["x-kubernetes-group-version-kind"] = json::array({gvk});
     schemas[schema_name] = std::move(schema);
-    schemas[list_name] = {
-        {"type", "object"},
-        {"description", info.list_kind + " is a list of " + info.kind + "."},
-        {"required", json::array({"items"})},
-        {"properties",
-         {{"apiVersion", StringProperty("APIVersion defines the versioned schema of this "
-                                        "representation of an object.")},
-          {"kind", StringProperty("Kind is a string value representing the REST resource this "
-                                  "object represents.")},
-          {"metadata", OpenObject("Standard list metadata.")},
-          {"items", {{"type", "array"}, {"items", Ref(schema_name)}}}}},
-        {"x-kubernetes-group-version-kind",
-         json::array({Gvk(info.group, info.version, info.list_kind)})}};
+    if (info.is_custom) {
+      schemas[list_name] = ListSchema(info.list_kind, info.kind, info.plural, schema_name);
+      schemas[list_name]["x-kubernetes-group-version-kind"] =
+          json::array({Gvk(info.group, info.version, info.list_kind)});
+    } else {
+      schemas[list_name] = {
+          {"type", "object"},
+          {"description", info.list_kind + " is a list of " + info.kind + "."},
+          {"required", json::array({"items"})},
+          {"properties",
+           {{"apiVersion", StringProperty("APIVersion defines the versioned schema of this "
+                                          "representation of an object.")},
+            {"kind", StringProperty("Kind is a string value representing the REST resource this "
+                                    "object represents.")},
+            {"metadata", OpenObject("Standard list metadata.")},
+            {"items", {{"type", "array"}, {"items", Ref(schema_name)}}}}},
+          {"x-kubernetes-group-version-kind",
+           json::array({Gvk(info.group, info.version, info.list_kind)})}};
+    }
 
-    std::string prefix = info.group.empty() ? "/api/" + info.version
-                                            : "/apis/" + info.group + "/" + info.version;
-    std::string collection = prefix + (info.namespaced ? "/namespaces/{namespace}/" : "/") +
-                             info.plural;
-    json namespace_parameter = PathParameter("namespace", "object name and auth scope, such as "
-                                                          "for teams and projects");
+    std::string prefix =
+        info.group.empty() ? "/api/" + info.version : "/apis/" + info.group + "/" + info.version;
+    std::string collection =
+        prefix + (info.namespaced ? "/namespaces/{namespace}/" : "/") + info.plural;
+    json namespace_parameter = PathParameter("namespace",
+                                             "object name and auth scope, such as "
+                                             "for teams and projects");
     json name_parameter = PathParameter("name", "name of the " + info.kind);
     json collection_parameters = json::array();
     if (info.namespaced) {
@@ -1076,6 +1031,10 @@ json ResourceRegistry::OpenApiDocument(const std::string& group_version) const {
   }
   if (!found) {
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
+  }
+  json meta_components = MetaV1Components();
+  for (auto& [name, component] : meta_components.items()) {
+    schemas[name] = std::move(component);
   }
   schemas["io.k8s.apimachinery.pkg.apis.meta.v1.Patch"] = {
       {"type", "object"},

@@ -9,6 +9,11 @@
 #include <vector>
 
 #include "tests/devcluster/machinery/object_meta.h"
+#include "tests/support/structural_schema.h"
+
+namespace ringleader::cel {
+class CompiledSchemaRules;
+}  // namespace ringleader::cel
 
 namespace ringleader::devcluster {
 
@@ -32,6 +37,9 @@ struct ResourceInfo {
   nlohmann::json schema;
   std::vector<PrinterColumn> columns;
   bool is_custom = false;
+  // A custom resource version's x-kubernetes-validations, compiled once when the CRD is served;
+  // null for built-ins.
+  std::shared_ptr<const cel::CompiledSchemaRules> rules;
 
   std::string GroupVersion() const;   // "v1" or "apps/v1"
   std::string GroupResource() const;  // "pods" or "trainingjobs.ringleader.dev"
@@ -56,10 +64,22 @@ class ResourceRegistry {
                                const std::string& kind) const;
   std::vector<const ResourceInfo*> All() const;
 
-  // One ResourceInfo per served version of a CRD (apiextensions.k8s.io/v1 JSON). Throws ApiError
-  // Invalid (kind CustomResourceDefinition.apiextensions.k8s.io) if the CRD is malformed or a
-  // schema is not structural (checked without requiring descriptions).
-  static std::vector<ResourceInfo> FromCrd(const nlohmann::json& crd);
+  // One ResourceInfo per served version of a CRD (apiextensions.k8s.io/v1 JSON as received),
+  // preferred version first. `old_crd` is the stored CRD on update (null on create): the server
+  // then also checks immutable fields and relaxes rules the stored CRD already broke. The CRD is
+  // defaulted first (DefaultCrd: singular, listKind, conversion, storedVersions). Throws ApiError
+  // BadRequest when the server could not decode it, and Invalid (kind
+  // CustomResourceDefinition.apiextensions.k8s.io) with every error of ValidateCrd in one 422.
+  // Printer columns stop at the first jsonPath client-go cannot parse (the server then prints the
+  // columns before it, and accepts the CRD). `new_cel_compiler` makes a CEL compiler per schema
+  // that compiles x-kubernetes-validations rules where the server does (see
+  // schema::CelCompileRequest); without it rules are not compiled.
+  static std::vector<ResourceInfo> FromCrd(const nlohmann::json& crd,
+                                           const nlohmann::json* old_crd = nullptr,
+                                           const schema::CelCompilerFactory& new_cel_compiler = {});
+  // The served versions of a CRD that was already validated and defaulted (a stored one), with
+  // each version's CEL rules compiled; no validation.
+  static std::vector<ResourceInfo> ServedVersions(const nlohmann::json& crd);
 
   // Aggregated discovery (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) for GET /api (core) or
   // GET /apis (every other group). Serve it with Content-Type

@@ -1,5 +1,6 @@
-// Tests for the resource registry: built-ins, CRD conversion and its errors, aggregated
-// discovery and the OpenAPI v3 index and documents kubectl needs, and built-in printer columns.
+// Tests for the resource registry: built-ins, CRDs (defaulting, the server's validation with its
+// paths and wording, printer-column JSONPath), aggregated discovery, the OpenAPI v3 index and
+// documents kubectl needs, and built-in printer columns.
 #include "tests/devcluster/machinery/resource_registry.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,8 @@
 #include <string>
 
 #include "operator/yaml/yaml_to_json.h"
+#include "tests/devcluster/machinery/crd_validation.h"
+#include "tests/devcluster/machinery/jsonpath.h"
 #include "tests/devcluster/machinery/status.h"
 #include "tests/devcluster/machinery/table.h"
 
@@ -210,17 +213,263 @@ INSTANTIATE_TEST_SUITE_P(
                      json::object(),
                      "spec.versions[1].schema.openAPIV3Schema.properties[spec].properties[size]."
                      "type: Required value"},
-        CrdErrorCase{"BadColumnType", "/spec/versions/1/additionalPrinterColumns/0/type",
-                     "float",
-                     "spec.versions[1].additionalPrinterColumns[0].type: Unsupported value: "
-                     "\"float\""},
-        CrdErrorCase{"ColumnWithoutPath",
-                     "/spec/versions/1/additionalPrinterColumns/0/jsonPath", nullptr,
-                     "spec.versions[1].additionalPrinterColumns[0].jsonPath: Required value"}),
+        CrdErrorCase{"BadColumnType", "/spec/versions/1/additionalPrinterColumns/0/type", "float",
+                     "spec.versions[1].additionalPrinterColumns[0].type: Invalid value: "
+                     "\"float\": must be one of boolean,date,integer,number,string"},
+        // The internal type's field name, which is what the server reports.
+        CrdErrorCase{"ColumnWithoutPath", "/spec/versions/1/additionalPrinterColumns/0/jsonPath",
+                     nullptr,
+                     "spec.versions[1].additionalPrinterColumns[0].JSONPath: Required value"},
+        CrdErrorCase{"ColumnPathNotStartingWithADot",
+                     "/spec/versions/1/additionalPrinterColumns/0/jsonPath", "spec.size",
+                     "spec.versions[1].additionalPrinterColumns[0].JSONPath: Invalid value: "
+                     "\"spec.size\": must be a simple json path starting with ."},
+        CrdErrorCase{"ColumnFormat", "/spec/versions/1/additionalPrinterColumns/0/format", "hex",
+                     "spec.versions[1].additionalPrinterColumns[0].format: Invalid value: \"hex\": "
+                     "must be one of byte,date,date-time,double,float,int32,int64,password"},
+        CrdErrorCase{"PluralNotADns1035Label", "/spec/names/plural", "Widgets",
+                     "spec.names.plural: Invalid value: \"Widgets\": a DNS-1035 label must consist "
+                     "of lower case alphanumeric characters or '-', start with an alphabetic "
+                     "character, and end with an alphanumeric character (e.g. 'my-name',  or "
+                     "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"},
+        CrdErrorCase{"KindIsListKind", "/spec/names/listKind", "Widget",
+                     "spec.names.listKind: Invalid value: \"Widget\": kind and listKind may not be "
+                     "the same"},
+        CrdErrorCase{"ShortNameNotALabel", "/spec/names/shortNames/0", "w_g",
+                     "spec.names.shortNames[0]: Invalid value: \"w_g\": a DNS-1035 label"},
+        CrdErrorCase{"VersionNameNotALabel", "/spec/versions/0/name", "V1beta1",
+                     "spec.versions[0].name: Invalid value: \"V1beta1\": a DNS-1035 label"},
+        CrdErrorCase{"FirstVersionIsAlsoSpecVersion", "/spec/versions/0/name", "1beta",
+                     "spec.version: Invalid value: \"1beta\": a DNS-1035 label"},
+        CrdErrorCase{"DuplicateVersions", "/spec/versions/0/name", "v1",
+                     "spec.versions: Invalid value: "
+                     "[]apiextensions.CustomResourceDefinitionVersion{apiextensions."
+                     "CustomResourceDefinitionVersion{Name:\"v1\", Served:true, Storage:false, "
+                     "Deprecated:false, DeprecationWarning:(*string)(nil), "
+                     "Schema:(*apiextensions.CustomResourceValidation)(0xc000000000)"},
+        CrdErrorCase{"ScaleReplicasPathNotUnderSpec", "/spec/versions/1/subresources/scale",
+                     json{{"specReplicasPath", ".status.size"}, {"statusReplicasPath", "status"}},
+                     "[spec.versions[1].subresources.scale.specReplicasPath: Invalid value: "
+                     "\".status.size\": should be a json path under .spec, "
+                     "spec.versions[1].subresources.scale.statusReplicasPath: Invalid value: "
+                     "\"status\": must be a simple json path starting with .]"},
+        CrdErrorCase{
+            "WebhookConversionNeedsAClientConfig", "/spec/conversion",
+            json{{"strategy", "Webhook"}, {"webhook", {{"conversionReviewVersions", {"v2"}}}}},
+            "spec.conversion.webhookClientConfig: Required value: required when strategy "
+            "is set to Webhook, spec.conversion.conversionReviewVersions: Invalid value: "
+            "[]string{\"v2\"}: must include at least one of v1, v1beta1"},
+        CrdErrorCase{
+            "NoneConversionWithAWebhook", "/spec/conversion",
+            json{{"strategy", "None"}, {"webhook", {{"clientConfig", {{"url", "https://x"}}}}}},
+            "spec.conversion.webhookClientConfig: Forbidden: should not be set when "
+            "strategy is not set to Webhook"},
+        CrdErrorCase{"PreserveUnknownFields", "/spec/preserveUnknownFields", true,
+                     "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set "
+                     "x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema "
+                     "instead"},
+        CrdErrorCase{"NoStorageVersionNoStoredVersion", "/spec/versions/1/storage", false,
+                     "status.storedVersions: Invalid value: []string(nil): must have at least one "
+                     "stored version"},
+        CrdErrorCase{"ProtectedGroup", "/spec/group", "widgets.k8s.io",
+                     "metadata.annotations[api-approved.kubernetes.io]: Required value: protected "
+                     "groups must have approval annotation \"api-approved.kubernetes.io\""}),
     [](const ::testing::TestParamInfo<CrdErrorCase>& param) { return param.param.label; });
 
 TEST(FromCrdErrorTest, MissingSpecIsInvalid) {
   EXPECT_EQ(CrdError(json{{"metadata", {{"name", "x"}}}}).code, 422);
+}
+
+json SingleVersionCrd(const std::string& schema_yaml) {
+  json crd = Crd();
+  crd["spec"]["versions"] =
+      json::array({{{"name", "v1"},
+                    {"served", true},
+                    {"storage", true},
+                    {"subresources", {{"status", json::object()}}},
+                    {"schema", {{"openAPIV3Schema", yaml::ParseYaml(schema_yaml)}}}}});
+  return crd;
+}
+
+// What broke: kube-apiserver refused our CRD (a description on the root's metadata) and devcluster
+// had accepted it. One version means the schema is reported at the top level, where the v1 ->
+// internal conversion moves it.
+TEST(FromCrdErrorTest, RootMetadataDescriptionIsRefusedAtTheTopLevelPath) {
+  ApiError error = CrdError(SingleVersionCrd(R"(
+type: object
+properties:
+  metadata: {type: object, description: Standard object metadata.}
+  spec: {type: object}
+)"));
+  EXPECT_EQ(error.code, 422);
+  EXPECT_EQ(error.message,
+            "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: "
+            "spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify "
+            "anything other than name and generateName, but metadata is implicitly specified");
+  EXPECT_EQ(error.details["causes"][0]["field"],
+            "spec.validation.openAPIV3Schema.properties[metadata]");
+}
+
+TEST(FromCrdErrorTest, EveryErrorComesInOne422) {
+  json crd = SingleVersionCrd("{type: object, properties: {a: {}}}");
+  crd["spec"]["scope"] = "Everywhere";
+  crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+      json::array({{{"name", "A"}, {"type", "float"}}});
+  ApiError error = CrdError(crd);
+  EXPECT_EQ(error.details["causes"].size(), 4u) << error.message;
+  EXPECT_THAT(error.message, HasSubstr("spec.scope: Unsupported value: \"Everywhere\""));
+  EXPECT_THAT(error.message,
+              HasSubstr("spec.validation.openAPIV3Schema.properties[a].type: Required value"));
+  EXPECT_THAT(error.message, HasSubstr("spec.additionalPrinterColumns[0].type: Invalid value"));
+  EXPECT_THAT(error.message,
+              HasSubstr("spec.additionalPrinterColumns[0].JSONPath: Required value"));
+}
+
+TEST(FromCrdErrorTest, StatusSubresourceLimitsTheRoot) {
+  ApiError error =
+      CrdError(SingleVersionCrd("{type: object, x-kubernetes-int-or-string: false, enum: [{}]}"));
+  EXPECT_THAT(error.message, HasSubstr("spec.validation.openAPIV3Schema: Invalid value: "
+                                       "apiextensions.JSONSchemaProps{"));
+  EXPECT_THAT(error.message, HasSubstr("fields are allowed at the root of the schema if the status "
+                                       "subresource is enabled"));
+}
+
+TEST(FromCrdErrorTest, AFieldOfTheWrongTypeIsABadRequest) {
+  ApiError error =
+      CrdError(SingleVersionCrd("{type: object, properties: {a: {type: integer, maximum: high}}}"));
+  EXPECT_EQ(error.code, 400);
+  EXPECT_EQ(
+      error.message,
+      "CustomResourceDefinition in version \"v1\" cannot be handled as a "
+      "CustomResourceDefinition: json: cannot unmarshal string into Go struct field "
+      "JSONSchemaProps.spec.versions.schema.openAPIV3Schema.properties.maximum of type float64");
+}
+
+TEST(FromCrdTest, DefaultsNamesAndKeepsColumnsUpToTheFirstUnparsablePath) {
+  json crd = Crd();
+  crd["spec"]["versions"][1]["additionalPrinterColumns"] = json::parse(R"([
+    {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+    {"name": "Broken", "type": "string", "jsonPath": ".spec.items[?(@.x"},
+    {"name": "After", "type": "string", "jsonPath": ".spec.after"}])");
+  std::vector<ResourceInfo> infos = ResourceRegistry::FromCrd(crd);
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].singular, "widget");
+  EXPECT_EQ(infos[0].list_kind, "WidgetList");
+  ASSERT_EQ(infos[0].columns.size(), 1u);
+  EXPECT_EQ(infos[0].columns[0].description,
+            "Custom resource definition column (in JSONPath format): .spec.size");
+}
+
+TEST(FromCrdTest, UpdatesKeepTheImmutableFieldsAndTheStoredVersions) {
+  json old_crd = Crd();
+  DefaultCrd(old_crd, nullptr);
+  old_crd["status"]["conditions"] = json::array({{{"type", "Established"}, {"status", "True"}}});
+  old_crd["status"]["storedVersions"] = json::array({"v0", "v1"});
+  json next = Crd();
+  next["spec"]["scope"] = "Cluster";
+  next["spec"]["names"]["plural"] = "gadgets";
+  next["metadata"]["name"] = "gadgets.example.com";
+  try {
+    ResourceRegistry::FromCrd(next, &old_crd);
+    FAIL() << "accepted";
+  } catch (const ApiError& error) {
+    // scope and kind are immutable once established; group and plural always. The (required)
+    // name change is the generic ObjectMeta update check's, not this one's.
+    EXPECT_THAT(error.message,
+                HasSubstr("spec.scope: Invalid value: \"Cluster\": field is immutable"));
+    EXPECT_THAT(error.message,
+                HasSubstr("spec.names.plural: Invalid value: \"gadgets\": field is immutable"));
+    EXPECT_THAT(error.message, ::testing::Not(HasSubstr("storedVersions")));
+  }
+  json dropped = Crd();
+  dropped["spec"]["versions"].erase(2);  // v0 is gone while still stored
+  try {
+    ResourceRegistry::FromCrd(dropped, &old_crd);
+    FAIL() << "accepted";
+  } catch (const ApiError& error) {
+    EXPECT_THAT(
+        error.message,
+        HasSubstr("status.storedVersions[0]: Invalid value: \"v0\": missing from spec.versions; "
+                  "v0 was previously a storage version, and must remain in spec.versions until a "
+                  "storage migration ensures no data remains persisted in v0 and removes v0 from "
+                  "status.storedVersions"));
+  }
+}
+
+// The CEL seam: one compiler per schema, called where the server compiles; on update an
+// unchanged version's rules skip per-expression cost limits and old rules count as preexisting.
+TEST(FromCrdTest, CompilesCelPerSchemaThroughTheSeam) {
+  struct Call {
+    std::string path;
+    bool suppress;
+    bool preexisting;
+  };
+  std::vector<Call> calls;
+  std::vector<std::string> totals;
+  schema::CelCompilerFactory factory = [&] {
+    return schema::CelSchemaCompiler{
+        [&](const schema::CelCompileRequest& request) {
+          calls.push_back({request.rules_path, request.suppress_per_expression_cost,
+                           request.preexisting_rules->contains("self.size > 0")});
+          return std::vector<schema::SchemaError>{};
+        },
+        [&](const std::string& schema_path) {
+          totals.push_back(schema_path);
+          return std::vector<schema::SchemaError>{};
+        }};
+  };
+  json crd = Crd();
+  crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+     ["x-kubernetes-validations"] = json::array({{{"rule", "self.size > 0"}}});
+  ResourceRegistry::FromCrd(crd, nullptr, factory);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].path,
+            "spec.versions[1].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations");
+  EXPECT_FALSE(calls[0].suppress);
+  EXPECT_FALSE(calls[0].preexisting);
+  // Three schemas, each checked with a fresh compiler and its own cost total.
+  EXPECT_THAT(totals, ElementsAre("spec.versions[0].schema.openAPIV3Schema",
+                                  "spec.versions[1].schema.openAPIV3Schema",
+                                  "spec.versions[2].schema.openAPIV3Schema"));
+
+  json old_crd = crd;
+  DefaultCrd(old_crd, nullptr);
+  json next = crd;
+  next["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] =
+      json::array({{{"rule", "true"}}});
+  calls.clear();
+  ResourceRegistry::FromCrd(next, &old_crd, factory);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].path, "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations");
+  EXPECT_FALSE(calls[0].suppress);  // v1beta1's schema changed
+  EXPECT_TRUE(calls[1].suppress);   // v1's did not
+  EXPECT_TRUE(calls[1].preexisting);
+}
+
+struct JsonPathCase {
+  std::string text;
+  std::string error;
+};
+
+TEST(JsonPathTest, ParsesAsClientGoDoes) {
+  for (const JsonPathCase& c :
+       std::vector<JsonPathCase>{{"{.status.phase}", ""},
+                                 {"{.status.conditions[?(@.type==\"Ready\")].status}", ""},
+                                 {"{.a[*].b}", ""},
+                                 {"{.a[-1:]}", ""},
+                                 {"{.a['key.with.dots']}", ""},
+                                 {"{..name}", ""},
+                                 {"{.a[0,1]}", ""},
+                                 {"x {.a} y", ""},
+                                 {"{.a", "unclosed action"},
+                                 {"{.a[}", "unterminated array"},
+                                 {"{.a[x]}", "invalid array index x"},
+                                 {"{.a[?(@.x}", "unterminated filter"},
+                                 {"{!}", "unrecognized character in action: U+0021 '!'"},
+                                 {"{....a}", "invalid multiple recursive descent"},
+                                 {"{.a[?(@.x==\"y)]}", "unterminated filter"}}) {
+    EXPECT_EQ(JsonPathParseError(c.text), c.error) << c.text;
+  }
 }
 
 TEST(DiscoveryTest, CoreGroupListsItsResources) {
@@ -313,6 +562,22 @@ TEST(OpenApiTest, DocumentHasWhatKubectlApplyAndExplainNeed) {
   const json& schema = document["components"]["schemas"]["com.example.v1.Widget"];
   EXPECT_EQ(schema["x-kubernetes-group-version-kind"], json::array({gvk}));
   EXPECT_EQ(schema["properties"]["spec"]["properties"]["size"]["type"], "integer");
+  // ObjectMeta by reference, as apiextensions' builder publishes it: kubectl apply computes its
+  // patch from it (without, it warns `unable to find api field "annotations"`).
+  EXPECT_EQ(schema["properties"]["metadata"]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+  EXPECT_EQ(schema["properties"]["apiVersion"]["type"], "string");
+  const json& components = document["components"]["schemas"];
+  const json& object_meta = components["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"];
+  EXPECT_EQ(object_meta["properties"]["annotations"]["additionalProperties"]["type"], "string");
+  EXPECT_EQ(object_meta["properties"]["ownerReferences"]["x-kubernetes-patch-merge-key"], "uid");
+  for (const char* name :
+       {"ManagedFieldsEntry", "OwnerReference", "Time", "FieldsV1", "ListMeta"}) {
+    EXPECT_TRUE(components.contains(std::string("io.k8s.apimachinery.pkg.apis.meta.v1.") + name))
+        << name;
+  }
+  EXPECT_EQ(components["com.example.v1.WidgetList"]["properties"]["metadata"]["$ref"],
+            "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta");
 
   const json& paths = document["paths"];
   ASSERT_TRUE(paths.contains("/apis/example.com/v1/namespaces/{namespace}/widgets"));

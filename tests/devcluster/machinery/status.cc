@@ -21,23 +21,6 @@ json ResourceDetails(std::string_view group_resource, std::string_view name) {
   return details;
 }
 
-// The metav1.CauseType for a field error, from its leading words.
-std::string CauseType(const std::string& message) {
-  static const std::pair<std::string_view, std::string_view> kPrefixes[] = {
-      {"Required value", "FieldValueRequired"},   {"Invalid value", "FieldValueInvalid"},
-      {"Unsupported value", "FieldValueNotSupported"}, {"Duplicate value", "FieldValueDuplicate"},
-      {"Forbidden", "FieldValueForbidden"},       {"Too long", "FieldValueTooLong"},
-      {"Too many", "FieldValueTooMany"},          {"Not found", "FieldValueNotFound"},
-      {"Internal error", "InternalError"},
-  };
-  for (const auto& [prefix, type] : kPrefixes) {
-    if (message.starts_with(prefix)) {
-      return std::string(type);
-    }
-  }
-  return "FieldValueInvalid";
-}
-
 }  // namespace
 
 ApiError::ApiError(int code_in, std::string reason_in, std::string message_in, json details_in)
@@ -87,7 +70,7 @@ ApiError Invalid(std::string_view qualified_kind, std::string_view name,
   json causes = json::array();
   for (const schema::SchemaError& error : errors) {
     causes.push_back(
-        {{"reason", CauseType(error.message)}, {"message", error.message}, {"field", error.path}});
+        {{"reason", error.CauseType()}, {"message", error.message}, {"field", error.path}});
   }
   details["causes"] = std::move(causes);
   return ApiError(422, "Invalid", std::move(message), std::move(details));

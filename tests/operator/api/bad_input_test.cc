@@ -3,6 +3,8 @@
 //
 // Each file starts with "# expect: <field path>" and may add "# expect-message: <substring>".
 // The path "<yaml>" means the file is not valid YAML and the YAML parser must refuse it.
+// A "# server: ..." line says what kubectl and the API server do with the file; the devcluster
+// test kubectl_validation_test.sh checks it.
 #include <algorithm>
 #include <cctype>
 #include <filesystem>

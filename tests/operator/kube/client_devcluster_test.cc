@@ -207,10 +207,11 @@ TEST_F(DevclusterClientTest, EveryVerbOnTrainingJobsFromTheCrd) {
   EXPECT_EQ(client_->Get(TrainingJobs(), "default", name)["spec"]["replicas"], 4);
   EXPECT_EQ(ListAll(*client_, TrainingJobs(), "default").items.size(), 1u);
 
+  // backoffLimit may change while the job runs (replicas may not: a CRD rule).
   json updated = created;
-  updated["spec"]["replicas"] = 2;
+  updated["spec"]["runPolicy"]["backoffLimit"] = 4;
   updated = client_->Update(TrainingJobs(), "default", updated);
-  EXPECT_EQ(updated["spec"]["replicas"], 2);
+  EXPECT_EQ(updated["spec"]["runPolicy"]["backoffLimit"], 4);
   try {
     client_->Update(TrainingJobs(), "default", created);
     FAIL() << "stale update succeeded";
@@ -220,21 +221,21 @@ TEST_F(DevclusterClientTest, EveryVerbOnTrainingJobsFromTheCrd) {
 
   json status_write = updated;
   status_write["status"] = {{"state", "Pending"}, {"observedGeneration", 1}};
-  status_write["spec"]["replicas"] = 8;  // ignored by the status subresource
+  status_write["spec"]["runPolicy"]["backoffLimit"] = 8;  // ignored by the status subresource
   client_->UpdateStatus(TrainingJobs(), "default", status_write);
   client_->PatchStatus(TrainingJobs(), "default", name, PatchType::kMerge,
                        {{"status", {{"state", "Running"}}}});
   json got = client_->Get(TrainingJobs(), "default", name);
   EXPECT_EQ(got["status"]["state"], "Running");
   EXPECT_EQ(got["status"]["observedGeneration"], 1);
-  EXPECT_EQ(got["spec"]["replicas"], 2);
+  EXPECT_EQ(got["spec"]["runPolicy"]["backoffLimit"], 4);
 
   client_->Patch(TrainingJobs(), "default", name, PatchType::kMerge,
-                 {{"spec", {{"replicas", 3}}}});
-  EXPECT_EQ(client_->Get(TrainingJobs(), "default", name)["spec"]["replicas"], 3);
+                 {{"spec", {{"runPolicy", {{"backoffLimit", 5}}}}}});
+  EXPECT_EQ(client_->Get(TrainingJobs(), "default", name)["spec"]["runPolicy"]["backoffLimit"], 5);
   client_->Patch(TrainingJobs(), "default", name, PatchType::kJson,
-                 json::array({{{"op", "replace"}, {"path", "/spec/replicas"}, {"value", 5}}}));
-  EXPECT_EQ(client_->Get(TrainingJobs(), "default", name)["spec"]["replicas"], 5);
+                 json::array({{{"op", "replace"}, {"path", "/spec/runPolicy/backoffLimit"}, {"value", 6}}}));
+  EXPECT_EQ(client_->Get(TrainingJobs(), "default", name)["spec"]["runPolicy"]["backoffLimit"], 6);
   try {
     client_->Patch(TrainingJobs(), "default", name, PatchType::kStrategicMerge,
                    {{"spec", {{"replicas", 1}}}});

@@ -353,9 +353,9 @@ TEST_F(ControllerTest, DeletingAJobRemovesItsChildrenAndFreesItsPortsForTheNextJ
 
 TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
   StartController();
-  // Fails validation (CEL is not evaluated by devcluster, so only the operator can say so).
+  // Passes the CRD's schema and rules but not the operator's validation: RANK is ringleader's.
   json bad = Job("bad", 2);
-  bad["spec"]["communication"]["backend"] = "nccl";
+  bad["spec"]["template"]["spec"]["containers"][0]["env"] = json::array({{{"name", "RANK"}, {"value", "1"}}});
   client_->Create(kube::TrainingJobs(), "default", bad);
   // A Pod that carries a job's labels but that the operator does not own.
   client_->Create(kube::TrainingJobs(), "default", Job("good", 2));
@@ -400,6 +400,7 @@ TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
 TEST_F(ControllerTest, WatchesOnlyItsNamespacesAndKeepsPortsUniqueAcrossThem) {
   StartController({61000, 61099}, {"team-a", "team-b"});
   for (const std::string ns : {"team-a", "team-b", "elsewhere"}) {
+    client_->Create(kube::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
     json job = Job("same-name", 2);
     job["metadata"]["namespace"] = ns;
     client_->Create(kube::TrainingJobs(), ns, job);
