@@ -33,6 +33,8 @@ sed -e 's/replicas: 4/replicas: 5/' -e 's/backoffLimit: 2/backoffLimit: 2\n    s
   "$ROOT/examples/trainingjob.yaml" >"$WORK/tj-5.yaml"
 out=$(k apply -f "$WORK/tj-5.yaml")
 expect "apply with a change" '^trainingjob.ringleader.dev/demo configured$' "$out"
+# The OpenAPI v3 document of a custom resource includes ObjectMeta, which kubectl's patch needs.
+expect_not "apply computes its patch without a warning" 'warning|unable to find api field' "$out"
 
 out=$(k get tj)
 expect "get tj prints the CRD's printer columns" '^NAME +STATE +READY +REPLICAS +MASTER-PORT +BUSBW +AGE' "$out"
