@@ -39,7 +39,9 @@ PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
                                 std::int64_t min_bus_bandwidth, int local_ranks) {
   PreflightVerdict verdict;
   const collectives::ProbeRow* largest = nullptr;
-  for (const auto& row : rows) {
+  std::size_t largest_index = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const collectives::ProbeRow& row = rows[i];
     if (row.wrong > 0 && verdict.reason.empty()) {
       verdict.reason = std::to_string(row.wrong) + " wrong elements in " +
                        std::string(collectives::CollectiveName(row.collective)) + " at " +
@@ -48,6 +50,7 @@ PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
     if (row.collective == collectives::Collective::kAllReduce &&
         (largest == nullptr || row.bytes >= largest->bytes)) {
       largest = &row;
+      largest_index = i;
     }
   }
   if (largest != nullptr) {
@@ -67,6 +70,7 @@ PreflightVerdict JudgePreflight(std::span<const collectives::ProbeRow> rows,
                      FormatBytes(largest->bytes) + " is below the floor " +
                      FormatBandwidth(static_cast<double>(min_bus_bandwidth)) + "; slowest " +
                      DescribeRank(largest->slowest_rank, local_ranks);
+    verdict.below_floor_row = largest_index;
     return verdict;
   }
   verdict.passed = true;

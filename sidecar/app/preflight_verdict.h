@@ -2,6 +2,7 @@
 // the rule is tested table-style without a communicator.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -19,6 +20,9 @@ struct PreflightVerdict {
   // against the floor and reported in /summary, as nccl-tests users read the peak, not the mean.
   std::optional<double> all_reduce_bus_bandwidth;
   std::optional<int> slowest_rank;  // of that all_reduce row
+  // The index in `rows` of the row that fell below the floor, when that is why the preflight
+  // failed: only that row counts as below_floor in the metrics, the others by their own data.
+  std::optional<std::size_t> below_floor_row;
 };
 
 // Fails on any wrong element (data corruption beats slowness), on a sweep without an all_reduce

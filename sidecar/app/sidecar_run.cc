@@ -382,8 +382,8 @@ class SidecarRun {
         });
     const PreflightVerdict verdict =
         JudgePreflight(rows, config_.preflight_min_bus_bandwidth, local_ranks_);
-    for (const auto& row : rows) {
-      RecordRow(row, verdict.passed ? ProbeResult::kOk : ProbeResult::kBelowFloor);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      RecordRow(rows[i], i == verdict.below_floor_row ? ProbeResult::kBelowFloor : ProbeResult::kOk);
     }
     UpdateSummary(verdict.passed ? "Passed" : "Failed", verdict.all_reduce_bus_bandwidth,
                   verdict.slowest_rank);

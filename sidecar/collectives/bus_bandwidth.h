@@ -1,5 +1,6 @@
-// nccl-tests' size, algbw and busbw semantics (src/*.cu *GetBw, doc/PERFORMANCE.md), so the
-// sidecar's numbers read the same as an nccl-tests run on the same hardware.
+// nccl-tests' size, algbw and busbw semantics (src/*.cu *GetBw, doc/PERFORMANCE.md). The time the
+// sidecar gives them is the slowest rank's mean per call, as nccl-tests reports with `-a 3`; its
+// default (`-a 1`) averages the ranks' times, which reads higher when one rank lags.
 #pragma once
 
 #include <cstddef>

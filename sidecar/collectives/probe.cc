@@ -201,7 +201,9 @@ std::string FormatTable(std::span<const ProbeRow> rows) {
       "#    collective         size        count      type   redop    root       time    algbw"
       "    busbw  #wrong  slowest\n"
       "#                        (B)   (elements)                              (us)   (GB/s)"
-      "   (GB/s)             rank\n";
+      "   (GB/s)             rank\n"
+      "# time: the slowest rank's mean per call (nccl-tests -a 3); nccl-tests' default (-a 1) "
+      "averages the ranks' times\n";
   char line[256];
   for (const ProbeRow& row : rows) {
     const bool reduces =

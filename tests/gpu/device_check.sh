@@ -38,7 +38,10 @@ echo "== sidecar preflight, NCCL, world of 1"
 dir=$(mktemp -d)
 echo gpu-check-token >"$dir/token"
 timeout 120 bash -c "$(declare -f sidecar); here=$here; sidecar 0 1 29400 preflight $dir"
-echo "exit $?"
+rc=$?
+echo "exit $rc"
+# A world of one must pass its preflight.
+[[ $rc -eq 0 ]] || { echo "FAIL: the world of one exited $rc"; status=1; }
 cp "$dir/rank-0/log" "$out/sidecar-world1.log"
 tail -n 30 "$dir/rank-0/log"
 cat "$dir/rank-0/contract.json" 2>/dev/null && echo
@@ -49,7 +52,16 @@ echo gpu-check-token >"$dir/token"
 for rank in 0 1; do
   timeout 120 bash -c "$(declare -f sidecar); here=$here; sidecar $rank 2 29700 preflight $dir" &
 done
-wait -n; echo "first exit $?"; wait -n; echo "second exit $?"
+# Both must refuse (non-zero) and neither hang until the timeout (124).
+for which in first second; do
+  wait -n
+  rc=$?
+  echo "$which exit $rc"
+  if [[ $rc -eq 0 || $rc -eq 124 ]]; then
+    echo "FAIL: a rank of two on one GPU exited $rc (want a refusal, not success or a hang)"
+    status=1
+  fi
+done
 for rank in 0 1; do
   cp "$dir/rank-$rank/log" "$out/sidecar-world2-rank$rank.log"
   echo "-- rank $rank"; tail -n 12 "$dir/rank-$rank/log"

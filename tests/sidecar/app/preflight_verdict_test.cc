@@ -31,6 +31,7 @@ TEST(PreflightVerdictTest, PassesWhenTheLargestAllReduceMeetsTheFloor) {
                                       Row(Collective::kAllGather, 4 << 20, 2.0)};
   const auto verdict = JudgePreflight(rows, 12'000'000'000);
   EXPECT_TRUE(verdict.passed) << verdict.reason;
+  EXPECT_FALSE(verdict.below_floor_row.has_value());
   EXPECT_DOUBLE_EQ(*verdict.all_reduce_bus_bandwidth, 12.5e9);
   EXPECT_EQ(*verdict.slowest_rank, 3);
 }
@@ -42,6 +43,8 @@ TEST(PreflightVerdictTest, FailsBelowTheFloorNamingSizeAndSlowestRank) {
   EXPECT_FALSE(verdict.passed);
   EXPECT_EQ(verdict.reason,
             "all_reduce bus bandwidth 9.00 GB/s at 64 MiB is below the floor 10.00 GB/s; slowest rank 5");
+  // Only the judged row fell below the floor; the 1 MiB row had no floor to miss.
+  EXPECT_EQ(verdict.below_floor_row, 1u);
   // With two GPUs to a Pod, rank 5 is the second GPU of Pod rank 2.
   EXPECT_EQ(JudgePreflight(rows, 10'000'000'000, 2).reason,
             "all_reduce bus bandwidth 9.00 GB/s at 64 MiB is below the floor 10.00 GB/s; slowest "
@@ -65,6 +68,8 @@ TEST(PreflightVerdictTest, WrongElementsFailEvenAboveTheFloor) {
   const auto verdict = JudgePreflight(rows, 1);
   EXPECT_FALSE(verdict.passed);
   EXPECT_THAT(verdict.reason, HasSubstr("7 wrong elements in alltoall at 1 MiB"));
+  // Wrong data, not the floor, failed it: no row counts as below the floor.
+  EXPECT_FALSE(verdict.below_floor_row.has_value());
 }
 
 TEST(PreflightVerdictTest, ASweepWithoutAllReduceFails) {

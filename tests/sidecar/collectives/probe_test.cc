@@ -166,6 +166,8 @@ TEST(ProbeFormatTest, TableHasNcclTestsColumns) {
   EXPECT_THAT(table, HasSubstr("busbw"));
   EXPECT_THAT(table, HasSubstr("#wrong"));
   EXPECT_THAT(table, HasSubstr("(GB/s)"));
+  // The time is the slowest rank's, which nccl-tests reports only with -a 3: the table says so.
+  EXPECT_THAT(table, HasSubstr("the slowest rank's mean per call (nccl-tests -a 3)"));
   EXPECT_THAT(table,
               HasSubstr("     all_reduce      1048576       262144     float     sum      -1"
                         "    1234.50    0.849    1.486       3        5\n"));
