@@ -2,6 +2,7 @@
 // %#v, encoding/json) so that a bad value prints as the real server prints it.
 #include "tests/support/field_errors.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -76,10 +77,6 @@ void AppendHex(std::string& out, const char* prefix, unsigned value, int digits)
   out += buffer;
 }
 
-void AppendUtf8(std::string& out, std::string_view text, std::size_t i, std::size_t length) {
-  out.append(text.substr(i, length));
-}
-
 // %#v of a value inside a map[string]interface{} or []interface{}.
 void AppendSharpV(std::string& out, const json& value) {
   switch (value.type()) {
@@ -107,23 +104,9 @@ void AppendSharpV(std::string& out, const json& value) {
       out += "}";
       return;
     }
-    case json::value_t::string:
-      out += GoQuote(value.get_ref<const std::string&>());
-      return;
-    case json::value_t::boolean:
-      out += value.get<bool>() ? "true" : "false";
-      return;
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-    case json::value_t::number_float:
-      out +=
-          IsGoInt64(value) ? std::to_string(value.get<std::int64_t>()) : GoFloat(AsDouble(value));
-      return;
-    case json::value_t::binary:
-    case json::value_t::discarded:
-      break;
+    default:
+      out += GoValue(value);  // scalars print as field errors print them
   }
-  out += "<unknown>";
 }
 
 // encoding/json's float64: 'f' format, 'e' below 1e-6 and from 1e21, shortest digits.
@@ -134,19 +117,10 @@ std::string GoJsonFloat(double value) {
     auto result =
         std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
     std::string text(buffer, result.ptr);
-    // Go writes e-07 as e-7 and keeps at least one exponent digit.
-    std::size_t e = text.find('e');
-    std::string mantissa = text.substr(0, e);
-    std::string exponent = text.substr(e + 1);
-    char sign = exponent[0];
-    std::string digits = exponent.substr(1);
-    while (digits.size() > 2 && digits[0] == '0') {
-      digits.erase(0, 1);
-    }
-    if (digits.size() == 2 && digits[0] == '0') {
-      digits.erase(0, 1);
-    }
-    return mantissa + "e" + sign + digits;
+    // Go writes e-07 as e-7: no leading zeros in the exponent, but at least one digit.
+    std::size_t digits = text.find('e') + 2;
+    text.erase(digits, std::min(text.find_first_not_of('0', digits), text.size() - 1) - digits);
+    return text;
   }
   auto result = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
   return std::string(buffer, result.ptr);
@@ -172,7 +146,7 @@ void AppendGoJsonString(std::string& out, std::string_view text) {
                rune == 0x2029) {
       AppendHex(out, "\\u", static_cast<unsigned>(rune), 4);
     } else {
-      AppendUtf8(out, text, i, length);
+      out.append(text.substr(i, length));
     }
     i += length;
   }
@@ -348,7 +322,7 @@ std::string GoQuote(std::string_view text) {
       out += '\\';
       out += static_cast<char>(rune);
     } else if (IsPrint(rune)) {
-      AppendUtf8(out, text, i, length);
+      out.append(text.substr(i, length));
     } else {
       switch (rune) {
         case '\a':
@@ -425,12 +399,17 @@ std::string GoValue(const json& value) {
     case json::value_t::number_float:
       return IsGoInt64(value) ? std::to_string(value.get<std::int64_t>())
                               : GoFloat(AsDouble(value));
-    default: {
+    case json::value_t::object:
+    case json::value_t::array: {
       std::string out;
       AppendSharpV(out, value);
       return out;
     }
+    case json::value_t::binary:
+    case json::value_t::discarded:
+      break;
   }
+  return "<unknown>";
 }
 
 std::string GoStringSlice(const std::optional<std::vector<std::string>>& values) {

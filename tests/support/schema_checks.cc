@@ -22,20 +22,9 @@ std::string PropertyPath(const std::string& path, const std::string& key) {
   return path + ".properties[" + key + "]";
 }
 
-std::string IndexPath(const std::string& path, std::size_t index) {
-  return path + "[" + std::to_string(index) + "]";
-}
-
 bool Present(const json& node, std::string_view key) { return Field(node, key) != nullptr; }
 
 // ---- Go's %#v of the internal JSONSchemaProps (the value of two Invalid errors) ---------------
-
-// Pointers print as addresses in Go; there is no way to match those, so a fixed one stands in.
-constexpr std::string_view kAddress = "0xc000000000";
-
-std::string Pointer(std::string_view type, bool set) {
-  return "(" + std::string(type) + ")(" + std::string(set ? kAddress : "nil") + ")";
-}
 
 std::string GoSchemaDump(const json& node);
 
@@ -69,7 +58,7 @@ std::string GoSchemaDump(const json& node) {
   auto text = [&](std::string_view key) { return GoQuote(Text(node, key)); };
   auto flag = [&](std::string_view key) { return std::string(Flag(node, key) ? "true" : "false"); };
   auto pointer = [&](std::string_view key, std::string_view type) {
-    return Pointer(type, Present(node, key));
+    return GoPointer(type, Present(node, key));
   };
   std::optional<std::vector<std::string>> required;
   if (Present(node, "required")) {
@@ -369,18 +358,17 @@ class StructuralChecker {
                        const std::string& path) {
     if (const json* any_of = NonEmptyArray(v, "anyOf"); any_of != nullptr && !skip_any_of) {
       for (std::size_t i = 0; i < any_of->size(); ++i) {
-        Nested((*any_of)[i], false, level, IndexPath(path + ".anyOf", i));
+        Nested((*any_of)[i], false, level, Index(path + ".anyOf", i));
       }
     }
     if (const json* all_of = NonEmptyArray(v, "allOf")) {
       for (std::size_t i = 0; i < all_of->size(); ++i) {
-        Nested((*all_of)[i], skip_first_all_of_any_of && i == 0, level,
-               IndexPath(path + ".allOf", i));
+        Nested((*all_of)[i], skip_first_all_of_any_of && i == 0, level, Index(path + ".allOf", i));
       }
     }
     if (const json* one_of = NonEmptyArray(v, "oneOf")) {
       for (std::size_t i = 0; i < one_of->size(); ++i) {
-        Nested((*one_of)[i], false, level, IndexPath(path + ".oneOf", i));
+        Nested((*one_of)[i], false, level, Index(path + ".oneOf", i));
       }
     }
     if (const json* negated = SubSchema(v, "not")) {
@@ -463,7 +451,7 @@ class StructuralChecker {
     for (const char* junctor : {"allOf", "anyOf", "oneOf"}) {
       if (const json* branches = NonEmptyArray(v, junctor)) {
         for (std::size_t i = 0; i < branches->size(); ++i) {
-          NestedCompleteness((*branches)[i], s, s_path, IndexPath(v_path + "." + junctor, i));
+          NestedCompleteness((*branches)[i], s, s_path, Index(v_path + "." + junctor, i));
         }
       }
     }
@@ -587,91 +575,6 @@ bool HasNewlines(std::string_view text) {
   return text.find_first_of("\n\r") != std::string_view::npos;
 }
 
-std::string Trim(std::string_view text) {
-  std::size_t start = text.find_first_not_of(" \t\n\r\v\f");
-  if (start == std::string_view::npos) {
-    return "";
-  }
-  std::size_t end = text.find_last_not_of(" \t\n\r\v\f");
-  return std::string(text.substr(start, end - start + 1));
-}
-
-// cel.ValidFieldPath: a path of .field and ['key'] steps that the schema defines.
-bool ValidFieldPath(const std::string& field_path, const json& schema) {
-  const json* node = &schema;
-  std::size_t i = 0;
-  auto step = [&](const std::string& name) {
-    if (node == nullptr) {
-      return false;
-    }
-    if (NonEmptyObject(*node, "properties") != nullptr) {
-      node = SubSchema(*SubSchema(*node, "properties"), name);
-      return node != nullptr;
-    }
-    if (HasAdditionalProperties(*node)) {
-      node = AdditionalSchema(*node);
-      return true;
-    }
-    return false;
-  };
-  while (i < field_path.size()) {
-    char c = field_path[i];
-    if (c == '.') {
-      std::size_t end = field_path.find_first_of(".[]", i + 1);
-      std::string name =
-          field_path.substr(i + 1, end == std::string::npos ? std::string::npos : end - i - 1);
-      if (name.empty() || !step(name)) {
-        return false;
-      }
-      i = end == std::string::npos ? field_path.size() : end;
-    } else if (c == '[') {
-      if (i + 1 >= field_path.size() || field_path[i + 1] != '\'') {
-        return false;
-      }
-      std::size_t close = i + 2;
-      while (close < field_path.size() &&
-             !(field_path[close] == '\'' && field_path[close - 1] != '\\')) {
-        ++close;
-      }
-      if (close + 1 >= field_path.size() || field_path[close + 1] != ']') {
-        return false;
-      }
-      std::string name = field_path.substr(i + 2, close - i - 2);
-      std::string unescaped;
-      for (std::size_t k = 0; k < name.size(); ++k) {
-        if (name[k] == '\\' && k + 1 < name.size()) {
-          static const std::string kEscapes = "abfnrtv'\\";
-          static const std::string kValues = "\a\b\f\n\r\t\v'\\";
-          std::size_t which = kEscapes.find(name[k + 1]);
-          if (which == std::string::npos) {
-            return false;
-          }
-          unescaped += kValues[which];
-          ++k;
-        } else {
-          unescaped += name[k];
-        }
-      }
-      if (!step(unescaped)) {
-        return false;
-      }
-      i = close + 2;
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool MapIsCorrelatable(const json& node) {
-  const json* map_type = Field(node, kMapType);
-  if (map_type == nullptr) {
-    return true;
-  }
-  std::string value = map_type->is_string() ? map_type->get<std::string>() : "";
-  return value == "granular" || value == "atomic";
-}
-
 const std::set<std::string, std::less<>>& OpenApiTypes() {
   static const std::set<std::string, std::less<>> kTypes = {"array",  "boolean", "integer",
                                                             "number", "object",  "string"};
@@ -776,8 +679,7 @@ class SchemaWalker {
     for (const char* junctor : {"allOf", "oneOf", "anyOf"}) {
       if (const json* branches = NonEmptyArray(schema, junctor)) {
         for (std::size_t i = 0; i < branches->size(); ++i) {
-          errors.Append(
-              Walk((*branches)[i], IndexPath(path + "." + junctor, i), rules, false, false));
+          errors.Append(Walk((*branches)[i], Index(path + "." + junctor, i), rules, false, false));
         }
       }
     }
@@ -795,7 +697,7 @@ class SchemaWalker {
         errors.Append(Walk(*items, path + ".items", sub, false, cel_allowed));
       } else if (items->is_array()) {
         for (std::size_t i = 0; i < items->size(); ++i) {
-          errors.Append(Walk((*items)[i], IndexPath(path + ".items", i), sub, false, cel_allowed));
+          errors.Append(Walk((*items)[i], Index(path + ".items", i), sub, false, cel_allowed));
         }
       }
     }
@@ -995,11 +897,11 @@ class SchemaWalker {
                                                       "FieldValueInvalid", "FieldValueRequired"};
     for (std::size_t i = 0; i < validations.size(); ++i) {
       const json& rule = validations[i];
-      std::string at = IndexPath(path, i);
+      std::string at = Index(path, i);
       std::string rule_text = Text(rule, "rule");
       std::string message = Text(rule, "message");
-      std::string trimmed_rule = Trim(rule_text);
-      std::string trimmed_message = Trim(message);
+      std::string trimmed_rule = TrimSpace(rule_text);
+      std::string trimmed_message = TrimSpace(message);
       if (trimmed_rule.empty()) {
         out.push_back(Required(at + ".rule", "rule is not specified"));
       } else if (!message.empty() && trimmed_message.empty()) {
@@ -1013,7 +915,7 @@ class SchemaWalker {
             Required(at + ".message", "message must be specified if rule contains line breaks"));
       }
       std::string message_expression = Text(rule, "messageExpression");
-      if (!message_expression.empty() && Trim(message_expression).empty()) {
+      if (!message_expression.empty() && TrimSpace(message_expression).empty()) {
         out.push_back(Required(at + ".messageExpression",
                                "messageExpression must be non-empty if specified"));
       }
@@ -1024,7 +926,7 @@ class SchemaWalker {
         out.push_back(NotSupported(at + ".reason", GoQuote(reason->get<std::string>()), kReasons));
       }
       std::string field_path = Text(rule, "fieldPath");
-      if (!field_path.empty() && Trim(field_path).empty()) {
+      if (!field_path.empty() && TrimSpace(field_path).empty()) {
         out.push_back(Invalid(at + ".fieldPath", GoQuote(field_path),
                               "fieldPath must be non-empty if specified"));
       }
@@ -1250,7 +1152,7 @@ void CollectUnknown(const json& node, const std::string& path, std::vector<std::
                (key == "items" && value.is_array())) {
       if (value.is_array()) {
         for (std::size_t i = 0; i < value.size(); ++i) {
-          CollectUnknown(value[i], IndexPath(child, i), out);
+          CollectUnknown(value[i], Index(child, i), out);
         }
       }
     } else if (key == "items" || key == "not" || key == "additionalProperties" ||
@@ -1267,7 +1169,7 @@ void CollectUnknown(const json& node, const std::string& path, std::vector<std::
         if (value[i].is_object()) {
           for (auto entry = value[i].begin(); entry != value[i].end(); ++entry) {
             if (!kRuleFields.contains(entry.key())) {
-              out.push_back(IndexPath(child, i) + "." + entry.key());
+              out.push_back(Index(child, i) + "." + entry.key());
             }
           }
         }
@@ -1341,23 +1243,6 @@ bool HasUnprunedDefaults(const json& schema) {
   return unpruned;
 }
 
-// How encoding/json names a JSON value it cannot decode ("number 1.5" for a fraction into an
-// integer field).
-std::string JsonValueWord(const json& value, bool integer_target) {
-  switch (value.type()) {
-    case json::value_t::string:
-      return "string";
-    case json::value_t::boolean:
-      return "bool";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return integer_target && value.is_number_float() ? "number " + GoJson(value) : "number";
-  }
-}
-
 enum class Shape {
   kAny,
   kString,
@@ -1424,126 +1309,82 @@ const std::map<std::string, std::pair<Shape, std::string_view>, std::less<>>& Ke
   return kShapes;
 }
 
+std::string DecodeErrorIn(const json& node, const std::string& go_path);
+
+// The first error `error_of` finds among `entries` (a list, or a map's values), or "".
+template <typename ErrorOf>
+std::string FirstError(const json& entries, const ErrorOf& error_of) {
+  for (const json& entry : entries) {
+    if (std::string error = error_of(entry); !error.empty()) {
+      return error;
+    }
+  }
+  return "";
+}
+
+// Why a keyword's non-null `value` of `shape` cannot decode at Go field path `field`, or "".
+std::string KeywordDecodeError(Shape shape, std::string_view go_type, const json& value,
+                               const std::string& field) {
+  std::string struct_field = "struct field JSONSchemaProps." + field + " of type ";
+  auto mismatch = [&](bool integer = false) {
+    return UnmarshalError(value, struct_field + std::string(go_type), integer);
+  };
+  auto schemas = [&] {
+    return FirstError(value, [&](const json& entry) { return DecodeErrorIn(entry, field); });
+  };
+  // Entries that must be `entry_type` in Go (null decodes to the zero value).
+  auto entries = [&](bool (json::*is_ok)() const noexcept, std::string_view entry_type) {
+    return FirstError(value, [&](const json& entry) {
+      return (entry.*is_ok)() || entry.is_null()
+                 ? ""
+                 : UnmarshalError(entry, struct_field + std::string(entry_type));
+    });
+  };
+  switch (shape) {
+    case Shape::kAny:
+      return "";
+    case Shape::kString:
+      return value.is_string() ? "" : mismatch();
+    case Shape::kBool:
+      return value.is_boolean() ? "" : mismatch();
+    case Shape::kInt:
+      return IsGoInt64(value) ? "" : mismatch(true);
+    case Shape::kFloat:
+      return value.is_number() ? "" : mismatch();
+    case Shape::kStrings:
+      return value.is_array() ? entries(&json::is_string, "string") : mismatch();
+    case Shape::kRules:
+      return value.is_array() ? entries(&json::is_object, "v1.ValidationRule") : mismatch();
+    case Shape::kObject:
+      return value.is_object() ? "" : mismatch();
+    case Shape::kSchema:
+      return value.is_object() ? DecodeErrorIn(value, field) : mismatch();
+    case Shape::kSchemas:
+      return value.is_array() ? schemas() : mismatch();
+    case Shape::kSchemaMap:
+      return value.is_object() ? schemas() : mismatch();
+    // Other JSON types fail as a schema would ("into Go value of type v1.JSONSchemaProps").
+    case Shape::kSchemaOrArray:
+      return value.is_array() ? schemas() : DecodeErrorIn(value, field);
+    case Shape::kSchemaOrBool:
+      return value.is_boolean() ? "" : DecodeErrorIn(value, field);
+  }
+  return "";
+}
+
 std::string DecodeErrorIn(const json& node, const std::string& go_path) {
   if (!node.is_object()) {
-    return node.is_null() ? ""
-                          : "json: cannot unmarshal " + JsonValueWord(node, false) +
-                                " into Go value of type v1.JSONSchemaProps";
+    return node.is_null() ? "" : UnmarshalError(node, "value of type v1.JSONSchemaProps");
   }
   for (auto it = node.begin(); it != node.end(); ++it) {
     auto shape = KeywordShapes().find(it.key());
-    const json& value = *it;
-    if (shape == KeywordShapes().end() || value.is_null()) {
+    if (shape == KeywordShapes().end() || it->is_null()) {
       continue;
     }
-    std::string field = go_path + "." + it.key();
-    auto mismatch = [&](bool integer) {
-      return "json: cannot unmarshal " + JsonValueWord(value, integer) +
-             " into Go struct field JSONSchemaProps." + field + " of type " +
-             std::string(shape->second.second);
-    };
-    switch (shape->second.first) {
-      case Shape::kAny:
-        break;
-      case Shape::kString:
-        if (!value.is_string()) {
-          return mismatch(false);
-        }
-        break;
-      case Shape::kBool:
-        if (!value.is_boolean()) {
-          return mismatch(false);
-        }
-        break;
-      case Shape::kInt:
-        if (!IsGoInt64(value)) {
-          return mismatch(true);
-        }
-        break;
-      case Shape::kFloat:
-        if (!value.is_number()) {
-          return mismatch(false);
-        }
-        break;
-      case Shape::kStrings:
-        if (!value.is_array()) {
-          return mismatch(false);
-        }
-        for (const json& entry : value) {
-          if (!entry.is_string() && !entry.is_null()) {
-            return "json: cannot unmarshal " + JsonValueWord(entry, false) +
-                   " into Go struct field JSONSchemaProps." + field + " of type string";
-          }
-        }
-        break;
-      case Shape::kSchema:
-      case Shape::kObject:
-        if (!value.is_object()) {
-          return mismatch(false);
-        }
-        if (shape->second.first == Shape::kSchema) {
-          if (std::string error = DecodeErrorIn(value, field); !error.empty()) {
-            return error;
-          }
-        }
-        break;
-      case Shape::kSchemas:
-        if (!value.is_array()) {
-          return mismatch(false);
-        }
-        for (const json& entry : value) {
-          if (std::string error = DecodeErrorIn(entry, field); !error.empty()) {
-            return error;
-          }
-        }
-        break;
-      case Shape::kSchemaMap:
-        if (!value.is_object()) {
-          return mismatch(false);
-        }
-        for (const json& entry : value) {
-          if (std::string error = DecodeErrorIn(entry, field); !error.empty()) {
-            return error;
-          }
-        }
-        break;
-      case Shape::kSchemaOrArray:
-        if (value.is_object()) {
-          if (std::string error = DecodeErrorIn(value, field); !error.empty()) {
-            return error;
-          }
-        } else if (value.is_array()) {
-          for (const json& entry : value) {
-            if (std::string error = DecodeErrorIn(entry, field); !error.empty()) {
-              return error;
-            }
-          }
-        } else {
-          return "json: cannot unmarshal " + JsonValueWord(value, false) +
-                 " into Go value of type v1.JSONSchemaProps";
-        }
-        break;
-      case Shape::kSchemaOrBool:
-        if (value.is_object()) {
-          if (std::string error = DecodeErrorIn(value, field); !error.empty()) {
-            return error;
-          }
-        } else if (!value.is_boolean()) {
-          return "json: cannot unmarshal " + JsonValueWord(value, false) +
-                 " into Go value of type v1.JSONSchemaProps";
-        }
-        break;
-      case Shape::kRules:
-        if (!value.is_array()) {
-          return mismatch(false);
-        }
-        for (const json& rule : value) {
-          if (!rule.is_object() && !rule.is_null()) {
-            return "json: cannot unmarshal " + JsonValueWord(rule, false) +
-                   " into Go struct field JSONSchemaProps." + field + " of type v1.ValidationRule";
-          }
-        }
-        break;
+    if (std::string error = KeywordDecodeError(shape->second.first, shape->second.second, *it,
+                                               go_path + "." + it.key());
+        !error.empty()) {
+      return error;
     }
   }
   return "";

@@ -4,6 +4,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -60,6 +61,133 @@ const json* AdditionalSchema(const json& node) { return SubSchema(node, "additio
 bool HasAdditionalProperties(const json& node) {
   const json* value = Field(node, "additionalProperties");
   return value != nullptr && (value->is_object() || value->is_boolean());
+}
+
+bool MapIsCorrelatable(const json& node) {
+  const json* map_type = Field(node, kMapType);
+  if (map_type == nullptr) {
+    return true;
+  }
+  std::string value = map_type->is_string() ? map_type->get<std::string>() : "";
+  return value == "granular" || value == "atomic";
+}
+
+std::string Child(const std::string& parent, std::string_view name) {
+  return parent.empty() ? std::string(name) : parent + "." + std::string(name);
+}
+
+std::string Key(const std::string& parent, std::string_view key) {
+  return parent + "[" + std::string(key) + "]";
+}
+
+std::string Index(const std::string& parent, std::size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+std::optional<std::string> ValidFieldPath(std::string_view field_path, const json& schema) {
+  const json* node = &schema;
+  std::string path;
+  bool started = false;  // as field.Path prints it: no dot before the first name, even ""
+  auto step = [&](const std::string& name) {
+    if (node == nullptr) {
+      return false;
+    }
+    if (const json* properties = NonEmptyObject(*node, "properties")) {
+      path = started ? path + "." + name : name;
+      started = true;
+      node = SubSchema(*properties, name);
+      return node != nullptr;
+    }
+    if (!HasAdditionalProperties(*node)) {
+      return false;
+    }
+    path = Key(path, name);
+    started = true;
+    node = AdditionalSchema(*node);
+    return true;
+  };
+  std::size_t i = 0;
+  while (i < field_path.size()) {
+    if (field_path[i] == '.') {
+      std::size_t end = std::min(field_path.find_first_of(".[]", i + 1), field_path.size());
+      std::string name(field_path.substr(i + 1, end - i - 1));
+      if (name.empty() || !step(name)) {
+        return std::nullopt;
+      }
+      i = end;
+    } else if (field_path[i] == '[') {
+      if (i + 1 >= field_path.size() || field_path[i + 1] != '\'') {
+        return std::nullopt;
+      }
+      std::size_t close = i + 2;
+      while (close < field_path.size() &&
+             !(field_path[close] == '\'' && field_path[close - 1] != '\\')) {
+        ++close;
+      }
+      if (close + 1 >= field_path.size() || field_path[close + 1] != ']') {
+        return std::nullopt;
+      }
+      std::string_view quoted = field_path.substr(i + 2, close - i - 2);
+      std::string name;
+      for (std::size_t k = 0; k < quoted.size(); ++k) {
+        if (quoted[k] == '\\' && k + 1 < quoted.size()) {
+          static constexpr std::string_view kEscapes = "abfnrtv'\\";
+          static constexpr std::string_view kValues = "\a\b\f\n\r\t\v'\\";
+          std::size_t which = kEscapes.find(quoted[++k]);
+          if (which == std::string_view::npos) {
+            return std::nullopt;
+          }
+          name += kValues[which];
+        } else {
+          name += quoted[k];
+        }
+      }
+      if (!step(name)) {
+        return std::nullopt;
+      }
+      i = close + 2;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return path;
+}
+
+std::string TrimSpace(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\v\f";
+  std::size_t start = text.find_first_not_of(kSpace);
+  if (start == std::string_view::npos) {
+    return "";
+  }
+  return std::string(text.substr(start, text.find_last_not_of(kSpace) - start + 1));
+}
+
+std::string GoPointer(std::string_view type, bool set) {
+  return "(" + std::string(type) + ")(" + (set ? "0xc000000000" : "nil") + ")";
+}
+
+std::string UnmarshalError(const json& value, std::string_view target, bool integer_target) {
+  std::string what;
+  switch (value.type()) {
+    case json::value_t::null:
+      what = "null";
+      break;
+    case json::value_t::string:
+      what = "string";
+      break;
+    case json::value_t::boolean:
+      what = "bool";
+      break;
+    case json::value_t::array:
+      what = "array";
+      break;
+    case json::value_t::object:
+      what = "object";
+      break;
+    default:
+      what = integer_target && value.is_number_float() ? "number " + GoJson(value) : "number";
+  }
+  return "json: cannot unmarshal " + what + " into Go " + std::string(target);
 }
 
 namespace {
@@ -121,6 +249,20 @@ constexpr std::string_view kDns1123LabelFormat = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 constexpr std::string_view kDns1035LabelFormat = "[a-z]([-a-z0-9]*[a-z0-9])?";
 constexpr std::string_view kQualifiedNameFormat = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 
+// The shape of most apimachinery validators: a length limit, then a pattern for the whole value.
+std::vector<std::string> LengthAndFormatErrors(std::string_view value, int max_length,
+                                               const std::string& format, std::string_view message,
+                                               std::initializer_list<std::string_view> examples) {
+  std::vector<std::string> errors;
+  if (value.size() > static_cast<std::size_t>(max_length)) {
+    errors.push_back(MaxLenError(max_length));
+  }
+  if (!FullMatch(value, format)) {
+    errors.push_back(RegexError(message, format, examples));
+  }
+  return errors;
+}
+
 }  // namespace
 
 GoRegexp CompileGoRegexp(const std::string& pattern) {
@@ -179,47 +321,28 @@ std::size_t RuneCount(std::string_view text) {
 }
 
 std::vector<std::string> Dns1035LabelErrors(std::string_view value) {
-  std::vector<std::string> errors;
-  if (value.size() > 63) {
-    errors.push_back(MaxLenError(63));
-  }
-  if (!FullMatch(value, std::string(kDns1035LabelFormat))) {
-    errors.push_back(RegexError(
-        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-        "an alphabetic character, and end with an alphanumeric character",
-        kDns1035LabelFormat, {"my-name", "abc-123"}));
-  }
-  return errors;
+  return LengthAndFormatErrors(
+      value, 63, std::string(kDns1035LabelFormat),
+      "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+      "alphabetic character, and end with an alphanumeric character",
+      {"my-name", "abc-123"});
 }
 
 std::vector<std::string> Dns1123LabelErrors(std::string_view value) {
-  std::vector<std::string> errors;
-  if (value.size() > 63) {
-    errors.push_back(MaxLenError(63));
-  }
-  if (!FullMatch(value, std::string(kDns1123LabelFormat))) {
-    errors.push_back(RegexError(
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-        "and must start and end with an alphanumeric character",
-        kDns1123LabelFormat, {"my-name", "123-abc"}));
-  }
-  return errors;
+  return LengthAndFormatErrors(
+      value, 63, std::string(kDns1123LabelFormat),
+      "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+      "must start and end with an alphanumeric character",
+      {"my-name", "123-abc"});
 }
 
 std::vector<std::string> Dns1123SubdomainErrors(std::string_view value) {
-  std::vector<std::string> errors;
-  if (value.size() > 253) {
-    errors.push_back(MaxLenError(253));
-  }
-  std::string format =
-      std::string(kDns1123LabelFormat) + "(\\." + std::string(kDns1123LabelFormat) + ")*";
-  if (!FullMatch(value, format)) {
-    errors.push_back(RegexError(
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-        "or '.', and must start and end with an alphanumeric character",
-        format, {"example.com"}));
-  }
-  return errors;
+  return LengthAndFormatErrors(
+      value, 253,
+      std::string(kDns1123LabelFormat) + "(\\." + std::string(kDns1123LabelFormat) + ")*",
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+      "'.', and must start and end with an alphanumeric character",
+      {"example.com"});
 }
 
 std::vector<std::string> QualifiedNameErrors(std::string_view value) {
@@ -259,18 +382,11 @@ std::vector<std::string> QualifiedNameErrors(std::string_view value) {
 }
 
 std::vector<std::string> LabelValueErrors(std::string_view value) {
-  std::vector<std::string> errors;
-  if (value.size() > 63) {
-    errors.push_back(MaxLenError(63));
-  }
-  std::string format = "(" + std::string(kQualifiedNameFormat) + ")?";
-  if (!FullMatch(value, format)) {
-    errors.push_back(RegexError(
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-        "'.', and must start and end with an alphanumeric character",
-        format, {"MyValue", "my_value", "12345"}));
-  }
-  return errors;
+  return LengthAndFormatErrors(
+      value, 63, "(" + std::string(kQualifiedNameFormat) + ")?",
+      "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
+      "'.', and must start and end with an alphanumeric character",
+      {"MyValue", "my_value", "12345"});
 }
 
 std::string Join(const std::vector<std::string>& parts, std::string_view separator) {

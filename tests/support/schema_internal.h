@@ -1,9 +1,11 @@
-// Helpers shared by the CRD-side and value-side halves of the structural-schema code: reading a
-// decoded JSONSchemaProps (a null field is an absent one) and Go-compatible regular expressions.
+// Helpers shared by the CRD-side and value-side halves of the structural-schema code and by CEL
+// (tests/support/cel): reading a decoded JSONSchemaProps (a null field is an absent one), field
+// paths, Go's formatting and Go-compatible regular expressions.
 #pragma once
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +48,29 @@ std::vector<std::string> Strings(const json& node, std::string_view key);
 const json* AdditionalSchema(const json& node);
 // Whether additionalProperties is set at all (a schema, true or false).
 bool HasAdditionalProperties(const json& node);
+// Whether the old value of this object can be correlated with the new one (ratcheting, oldSelf):
+// x-kubernetes-map-type is unset, granular or atomic.
+bool MapIsCorrelatable(const json& node);
+
+// field.Path's text: Child "a.b" (an empty parent is the root), Key "a[b]", Index "a[0]".
+std::string Child(const std::string& parent, std::string_view name);
+std::string Key(const std::string& parent, std::string_view key);
+std::string Index(const std::string& parent, std::size_t index);
+
+// cel.ValidFieldPath: the field path ("spec.ports[http]") that a JSON path of .name and ['name']
+// steps names in `schema` through properties and additionalProperties, or nullopt when it is
+// malformed or names a field the schema does not define.
+std::optional<std::string> ValidFieldPath(std::string_view field_path, const json& schema);
+
+// strings.TrimSpace for ASCII whitespace.
+std::string TrimSpace(std::string_view text);
+// Go's %#v of a pointer of `type` ("*string"): "(*string)(nil)", or a fixed address standing in
+// for the real one, which differs on every request.
+std::string GoPointer(std::string_view type, bool set);
+// encoding/json's "json: cannot unmarshal <what> into Go <target>" for `value`, with `target`
+// e.g. "value of type v1.ObjectMeta" or "struct field ObjectMeta.labels of type string";
+// `integer_target`: a fraction reads "number 1.5", as it does for an int64 field.
+std::string UnmarshalError(const json& value, std::string_view target, bool integer_target = false);
 
 // A pattern compiled with Go's regexp semantics (RE2). `error` is Go's regexp.Compile message,
 // "error parsing regexp: missing closing ]: `[a`", when it does not compile.
@@ -81,7 +106,5 @@ std::vector<SchemaError> ValidateDefaultValue(const json& node, const json& valu
 std::vector<SchemaError> ValidateEmbeddedDefault(const json& node, const json& value,
                                                  const std::string& base);
 bool DefaultIsPruned(const json& node, const json& value);
-// Go's reflect.DeepEqual for values decoded into interface{} (int64 and float64 differ).
-bool GoDeepEqual(const json& a, const json& b);
 
 }  // namespace ringleader::schema::internal

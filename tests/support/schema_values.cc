@@ -4,6 +4,7 @@
 // rules for allOf/anyOf/oneOf), the field-error wording of apiextensions-apiserver, embedded
 // resources' ObjectMeta rules and x-kubernetes-list-type uniqueness.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -22,17 +23,6 @@ using namespace internal;  // NOLINT(google-build-using-namespace): this file's 
 
 bool IsMetaField(std::string_view key) {
   return key == "apiVersion" || key == "kind" || key == "metadata";
-}
-
-// field.Path formatting: Child "a.b", Key "a[b]", Index "a[0]"; an empty parent is the root.
-std::string Child(const std::string& parent, std::string_view name) {
-  return parent.empty() ? std::string(name) : parent + "." + std::string(name);
-}
-std::string Key(const std::string& parent, std::string_view key) {
-  return parent + "[" + std::string(key) + "]";
-}
-std::string Index(const std::string& parent, std::size_t index) {
-  return parent + "[" + std::to_string(index) + "]";
 }
 
 const json* Property(const json* schema, const std::string& key) {
@@ -197,21 +187,6 @@ std::optional<MetaShape> MetaFieldShape(std::string_view key) {
   return std::nullopt;
 }
 
-std::string JsonKindWord(const json& value) {
-  switch (value.type()) {
-    case json::value_t::string:
-      return "string";
-    case json::value_t::boolean:
-      return "bool";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return value.is_number() ? "number" : "null";
-  }
-}
-
 // Why a metadata field cannot decode into its Go type, or "" when it can (null decodes to the
 // zero value). The wording follows encoding/json; the real server decodes with json-iterator,
 // whose messages are longer.
@@ -219,9 +194,18 @@ std::string MetaFieldError(std::string_view key, MetaShape shape, const json& va
   if (value.is_null()) {
     return "";
   }
+  std::string struct_field = "struct field ObjectMeta." + std::string(key) + " of type ";
   auto mismatch = [&](std::string_view go_type) {
-    return "json: cannot unmarshal " + JsonKindWord(value) + " into Go struct field ObjectMeta." +
-           std::string(key) + " of type " + std::string(go_type);
+    return UnmarshalError(value, struct_field + std::string(go_type));
+  };
+  // The first entry that is not a string (null decodes to "").
+  auto strings = [&] {
+    for (const json& entry : value) {
+      if (!entry.is_string() && !entry.is_null()) {
+        return UnmarshalError(entry, struct_field + "string");
+      }
+    }
+    return std::string();
   };
   switch (shape) {
     case MetaShape::kString:
@@ -230,27 +214,9 @@ std::string MetaFieldError(std::string_view key, MetaShape shape, const json& va
     case MetaShape::kInt:
       return IsGoInt64(value) ? "" : mismatch("int64");
     case MetaShape::kStringMap:
-      if (!value.is_object()) {
-        return mismatch("map[string]string");
-      }
-      for (const json& entry : value) {
-        if (!entry.is_string() && !entry.is_null()) {
-          return "json: cannot unmarshal " + JsonKindWord(entry) +
-                 " into Go struct field ObjectMeta." + std::string(key) + " of type string";
-        }
-      }
-      return "";
+      return value.is_object() ? strings() : mismatch("map[string]string");
     case MetaShape::kStringList:
-      if (!value.is_array()) {
-        return mismatch("[]string");
-      }
-      for (const json& entry : value) {
-        if (!entry.is_string() && !entry.is_null()) {
-          return "json: cannot unmarshal " + JsonKindWord(entry) +
-                 " into Go struct field ObjectMeta." + std::string(key) + " of type string";
-        }
-      }
-      return "";
+      return value.is_array() ? strings() : mismatch("[]string");
     case MetaShape::kOwnerReferences:
     case MetaShape::kManagedFields:
       if (!value.is_array()) {
@@ -359,8 +325,7 @@ class Coercer {
     }
     if (!metadata->is_object() && !metadata->is_null()) {
       errors_->push_back(Invalid(Child(path, "metadata"), GoValue(*metadata),
-                                 "json: cannot unmarshal " + JsonKindWord(*metadata) +
-                                     " into Go value of type v1.ObjectMeta"));
+                                 UnmarshalError(*metadata, "value of type v1.ObjectMeta")));
       return;
     }
     if (metadata->is_null()) {
@@ -486,15 +451,13 @@ bool IsDate(std::string_view text) {
       !IsDigits(text.substr(5, 2)) || !IsDigits(text.substr(8, 2))) {
     return false;
   }
-  int year = std::stoi(std::string(text.substr(0, 4)));
-  int month = std::stoi(std::string(text.substr(5, 2)));
-  int day = std::stoi(std::string(text.substr(8, 2)));
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (month < 1 || month > 12 || day < 1) {
-    return false;
-  }
-  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-  return day <= kDays[month - 1] + (month == 2 && leap ? 1 : 0);
+  auto number = [&](std::size_t start, std::size_t length) {
+    return static_cast<unsigned>(std::stoi(std::string(text.substr(start, length))));
+  };
+  std::chrono::year_month_day date{std::chrono::year{static_cast<int>(number(0, 4))},
+                                   std::chrono::month{number(5, 2)},
+                                   std::chrono::day{number(8, 2)}};
+  return date.ok();
 }
 
 // strfmt.IsDateTime.
@@ -838,7 +801,8 @@ OpenApiError InvalidType(const std::string& name, const std::string& type_name,
           In(name) + " must be of type " + type_name + ": " + GoQuote(value)};
 }
 
-bool GoDeepEqualImpl(const json& a, const json& b) {
+// Go's reflect.DeepEqual for values decoded into interface{} (int64 and float64 differ).
+bool GoDeepEqual(const json& a, const json& b) {
   Kind ka = KindOf(a);
   if (ka != KindOf(b)) {
     return false;
@@ -853,7 +817,7 @@ bool GoDeepEqualImpl(const json& a, const json& b) {
         return false;
       }
       for (std::size_t i = 0; i < a.size(); ++i) {
-        if (!GoDeepEqualImpl(a[i], b[i])) {
+        if (!GoDeepEqual(a[i], b[i])) {
           return false;
         }
       }
@@ -864,7 +828,7 @@ bool GoDeepEqualImpl(const json& a, const json& b) {
       }
       for (auto it = a.begin(); it != a.end(); ++it) {
         auto other = b.find(it.key());
-        if (other == b.end() || !GoDeepEqualImpl(*it, *other)) {
+        if (other == b.end() || !GoDeepEqual(*it, *other)) {
           return false;
         }
       }
@@ -914,7 +878,7 @@ bool EnumMatches(const json& data, const json& option) {
     }
     return text == option.get<std::string>();
   }
-  return GoDeepEqualImpl(data, option);
+  return GoDeepEqual(data, option);
 }
 
 // The kube-openapi view of a CRD schema node (ConvertJSONSchemaProps + the format strip).
@@ -1270,7 +1234,7 @@ class OpenApiValidator {
     if (Flag(node, "uniqueItems")) {
       for (std::size_t i = 0; i < data.size(); ++i) {
         for (std::size_t j = 0; j < i; ++j) {
-          if (GoDeepEqualImpl(data[i], data[j])) {
+          if (GoDeepEqual(data[i], data[j])) {
             result.Add({Code::kUnique, path, json(), -1, json(),
                         In(path) + " shouldn't contain duplicates"});
             i = data.size();
@@ -1703,14 +1667,12 @@ std::vector<SchemaError> ValidateEmbeddedDefault(const json& node, const json& v
   return errors;
 }
 
-bool GoDeepEqual(const json& a, const json& b) { return GoDeepEqualImpl(a, b); }
-
 bool DefaultIsPruned(const json& node, const json& value) {
   json copy = value;
   std::vector<std::string> unknown;
   Pruner pruner(&unknown);
   pruner.Prune(copy, &node, Flag(node, kEmbedded), "");
-  return GoDeepEqualImpl(copy, value);
+  return GoDeepEqual(copy, value);
 }
 
 }  // namespace internal

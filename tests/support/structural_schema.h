@@ -50,8 +50,8 @@ struct CelCompileRequest {
 // .messageExpression, Forbidden per-expression cost, Invalid oldSelf/optionalOldSelf misuse).
 using CelCompiler = std::function<std::vector<SchemaError>(const CelCompileRequest&)>;
 // The per-CRD cost refusals for the schema at `schema_path` ("...openAPIV3Schema") after its walk:
-// Forbidden "contributed to estimated rule & messageExpression cost total exceeding cost limit
-// for entire OpenAPIv3 schema" at the most expensive rules, then the total at `schema_path`.
+// Forbidden "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3
+// schema" at the most expensive rules, then the total at `schema_path`.
 using CelTotalCost = std::function<std::vector<SchemaError>(const std::string& schema_path)>;
 // A fresh compiler for one openAPIV3Schema (the cost total is per schema, not per CRD object).
 struct CelSchemaCompiler {
@@ -70,8 +70,9 @@ struct SchemaCheckOptions {
   bool require_pruned_defaults = true;
   bool require_atomic_set_type = true;
   bool require_map_list_keys_map_set_validation = true;
-  // Unset: x-kubernetes-validations rules are not compiled (devcluster has no CEL yet), so a
-  // rule that does not compile is accepted here although the real server refuses it.
+  // Unset: x-kubernetes-validations rules are not compiled, so a rule that does not compile is
+  // accepted although the real server refuses it (CheckStructural; devcluster sets
+  // cel::CrdCelCompilers(), tests/support/cel/crd_rules.h).
   CelCompiler compile_cel;
   // Called once after the walk when the rules were compiled (see above); may be unset.
   CelTotalCost cel_total_cost_errors;

@@ -13,48 +13,33 @@
 #include "tests/support/cel/checker.h"
 #include "tests/support/cel/cost.h"
 #include "tests/support/cel/decl_types.h"
-#include "tests/support/cel/go_format.h"
 #include "tests/support/cel/interpreter.h"
+#include "tests/support/schema_internal.h"
 
 namespace ringleader::cel {
 namespace {
 
 using nlohmann::json;
+using schema::GoQuote;
 using schema::SchemaError;
+using schema::internal::AdditionalSchema;
+using schema::internal::Child;
+using schema::internal::Field;
+using schema::internal::Flag;
+using schema::internal::GoPointer;
+using schema::internal::Index;
+using schema::internal::kEmbedded;
+using schema::internal::Key;
+using schema::internal::kListMapKeys;
+using schema::internal::kListType;
+using schema::internal::kValidations;
+using schema::internal::MapIsCorrelatable;
+using schema::internal::SubSchema;
+using schema::internal::Text;
+using schema::internal::TrimSpace;
+using schema::internal::ValidFieldPath;
 
 constexpr size_t kMaxEvaluatedMessageExpressionSizeBytes = 5 * 1024;
-// A placeholder for the pointer addresses Go's %#v prints; they differ on every real request.
-constexpr const char* kGoPointer = "0xc000000000";
-
-const json* Find(const json& node, const char* key) {
-  if (!node.is_object()) {
-    return nullptr;
-  }
-  auto it = node.find(key);
-  return it == node.end() ? nullptr : &*it;
-}
-
-std::string StringAt(const json& node, const char* key) {
-  const json* v = Find(node, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
-bool Flag(const json& node, const char* key) {
-  const json* v = Find(node, key);
-  return v != nullptr && v->is_boolean() && v->get<bool>();
-}
-
-std::string TrimSpace(const std::string& s) {
-  const char* ws = " \t\n\r\f\v";
-  size_t b = s.find_first_not_of(ws);
-  if (b == std::string::npos) {
-    return "";
-  }
-  size_t e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
-
-bool HasLineBreak(const std::string& s) { return s.find_first_of("\n\r") != std::string::npos; }
 
 // One x-kubernetes-validations entry.
 struct Rule {
@@ -68,14 +53,14 @@ struct Rule {
 
 Rule ParseRule(const json& entry) {
   Rule r;
-  r.rule = StringAt(entry, "rule");
-  r.message = StringAt(entry, "message");
-  r.message_expression = StringAt(entry, "messageExpression");
-  if (const json* reason = Find(entry, "reason"); reason != nullptr && reason->is_string()) {
+  r.rule = Text(entry, "rule");
+  r.message = Text(entry, "message");
+  r.message_expression = Text(entry, "messageExpression");
+  if (const json* reason = Field(entry, "reason"); reason != nullptr && reason->is_string()) {
     r.reason = reason->get<std::string>();
   }
-  r.field_path = StringAt(entry, "fieldPath");
-  if (const json* o = Find(entry, "optionalOldSelf"); o != nullptr && o->is_boolean()) {
+  r.field_path = Text(entry, "fieldPath");
+  if (const json* o = Field(entry, "optionalOldSelf"); o != nullptr && o->is_boolean()) {
     r.optional_old_self = o->get<bool>();
   }
   return r;
@@ -83,8 +68,7 @@ Rule ParseRule(const json& entry) {
 
 std::vector<Rule> RulesOf(const json& node) {
   std::vector<Rule> rules;
-  if (const json* list = Find(node, "x-kubernetes-validations");
-      list != nullptr && list->is_array()) {
+  if (const json* list = Field(node, kValidations); list != nullptr && list->is_array()) {
     for (const json& entry : *list) {
       rules.push_back(ParseRule(entry));
     }
@@ -97,111 +81,9 @@ std::string GoSharpV(const Rule& r) {
   return "apiextensions.ValidationRule{Rule:" + GoQuote(r.rule) +
          ", Message:" + GoQuote(r.message) +
          ", MessageExpression:" + GoQuote(r.message_expression) +
-         ", Reason:(*apiextensions.FieldValueErrorReason)(" + (r.reason ? kGoPointer : "nil") +
-         "), FieldPath:" + GoQuote(r.field_path) + ", OptionalOldSelf:(*bool)(" +
-         (r.optional_old_self ? kGoPointer : "nil") + ")}";
-}
-
-std::string Child(const std::string& path, const std::string& name) {
-  return path.empty() ? name : path + "." + name;
-}
-std::string Index(const std::string& path, size_t i) {
-  return path + "[" + std::to_string(i) + "]";
-}
-std::string Key(const std::string& path, const std::string& key) { return path + "[" + key + "]"; }
-
-// cel.ValidFieldPath: a JSON path of .field and ['key'] steps that the schema defines, and its
-// normalised field.Path form.
-std::optional<std::string> ValidFieldPath(const std::string& json_path, const json& schema) {
-  std::vector<std::string> tokens;
-  size_t i = 0;
-  while (i < json_path.size()) {
-    char c = json_path[i];
-    if (c == '.' || c == '[' || c == ']') {
-      tokens.emplace_back(1, c);
-      ++i;
-      continue;
-    }
-    size_t start = i;
-    if (c == '\'') {
-      ++i;
-      while (i < json_path.size() && !(json_path[i] == '\'' && json_path[i - 1] != '\\')) {
-        ++i;
-      }
-      i = std::min(i + 1, json_path.size());
-      tokens.push_back(json_path.substr(start, i - start));
-      continue;
-    }
-    while (i < json_path.size() && json_path[i] != '.' && json_path[i] != '[' &&
-           json_path[i] != ']') {
-      ++i;
-    }
-    tokens.push_back(json_path.substr(start, i - start));
-  }
-  const json* node = &schema;
-  std::string path;
-  bool started = false;
-  auto step = [&](const std::string& name) -> bool {
-    const json* props = Find(*node, "properties");
-    const json* additional = Find(*node, "additionalProperties");
-    if (props != nullptr && props->is_object() && !props->empty()) {
-      auto it = props->find(name);
-      path = started ? path + "." + name : name;
-      started = true;
-      if (it == props->end()) {
-        return false;
-      }
-      node = &*it;
-      return true;
-    }
-    if (additional != nullptr) {
-      path += "[" + name + "]";
-      started = true;
-      node = additional;
-      return true;
-    }
-    return false;
-  };
-  for (size_t t = 0; t < tokens.size(); ++t) {
-    const std::string& tok = tokens[t];
-    if (tok == "[") {
-      if (t + 2 >= tokens.size()) {
-        return std::nullopt;
-      }
-      const std::string& quoted = tokens[t + 1];
-      if (quoted.size() < 2 || quoted.front() != '\'' || quoted.back() != '\'') {
-        return std::nullopt;
-      }
-      std::string unescaped;
-      for (size_t k = 1; k + 1 < quoted.size(); ++k) {
-        if (quoted[k] == '\\' && k + 2 < quoted.size()) {
-          char d = quoted[++k];
-          const std::string known = "abfnrtv'\\";
-          if (known.find(d) == std::string::npos) {
-            return std::nullopt;
-          }
-          static const std::map<char, char> kEscapes = {{'a', '\a'}, {'b', '\b'},  {'f', '\f'},
-                                                        {'n', '\n'}, {'r', '\r'},  {'t', '\t'},
-                                                        {'v', '\v'}, {'\'', '\''}, {'\\', '\\'}};
-          unescaped += kEscapes.at(d);
-        } else {
-          unescaped += quoted[k];
-        }
-      }
-      if (!step(unescaped) || tokens[t + 2] != "]") {
-        return std::nullopt;
-      }
-      t += 2;
-    } else if (tok == ".") {
-      if (t + 1 >= tokens.size() || !step(tokens[t + 1])) {
-        return std::nullopt;
-      }
-      ++t;
-    } else {
-      return std::nullopt;
-    }
-  }
-  return path;
+         ", Reason:" + GoPointer("*apiextensions.FieldValueErrorReason", r.reason.has_value()) +
+         ", FieldPath:" + GoQuote(r.field_path) +
+         ", OptionalOldSelf:" + GoPointer("*bool", r.optional_old_self.has_value()) + "}";
 }
 
 std::string CostErrorMessage(const std::string& cost_name, uint64_t cost, uint64_t limit) {
@@ -216,8 +98,7 @@ std::string CostErrorMessage(const std::string& cost_name, uint64_t cost, uint64
   }
   return cost_name + " exceeds budget by factor of " + buf +
          " (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where "
-         "arrays, maps, "
-         "and strings are declared)";
+         "arrays, maps, and strings are declared)";
 }
 
 uint64_t MultiplyWithOverflowGuard(uint64_t base, uint64_t cardinality) {
@@ -296,9 +177,9 @@ CompiledRule CompileRule(const Rule& rule, const json& node_schema, const TypePt
   return out;
 }
 
-// --- CRD-time checks
-// ------------------------------------------------------------------------------
+// --- CRD-time checks (the compile_cel hook) ------------------------------------------------------
 
+// The per-schema estimated cost total and the four most expensive expressions behind it.
 struct TotalCost {
   uint64_t total = 0;
   std::vector<std::pair<std::string, uint64_t>> most_expensive;
@@ -319,22 +200,13 @@ struct TotalCost {
   }
 };
 
-struct ErrorLists {
-  std::vector<SchemaError> schema_errors;
-  std::vector<SchemaError> cel_errors;
-};
-
-struct NodeContext {
-  std::optional<uint64_t> max_cardinality;  // nullopt: unbounded
-  std::string uncorrelatable_path;          // non-empty: oldSelf is forbidden below this path
-};
-
-// extractMaxElements: how much a schema multiplies the occurrences of its children.
+// extractMaxElements: how much a schema multiplies the occurrences of its children (nullopt:
+// unbounded).
 std::optional<uint64_t> MaxElements(const json& node) {
-  std::string type = StringAt(node, "type");
+  std::string type = Text(node, "type");
   if (type == "object") {
-    if (Find(node, "additionalProperties") != nullptr) {
-      if (const json* max = Find(node, "maxProperties"); max != nullptr && max->is_number()) {
+    if (Field(node, "additionalProperties") != nullptr) {
+      if (const json* max = Field(node, "maxProperties"); max != nullptr && max->is_number()) {
         return static_cast<uint64_t>(std::max<int64_t>(0, max->get<int64_t>()));
       }
       return std::nullopt;
@@ -342,7 +214,7 @@ std::optional<uint64_t> MaxElements(const json& node) {
     return 1;
   }
   if (type == "array") {
-    if (const json* max = Find(node, "maxItems"); max != nullptr && max->is_number()) {
+    if (const json* max = Field(node, "maxItems"); max != nullptr && max->is_number()) {
       return static_cast<uint64_t>(std::max<int64_t>(0, max->get<int64_t>()));
     }
     return std::nullopt;
@@ -350,231 +222,95 @@ std::optional<uint64_t> MaxElements(const json& node) {
   return 1;
 }
 
-NodeContext ChildContext(const NodeContext& parent, const json& parent_schema) {
-  NodeContext child = parent;
-  if (!parent.max_cardinality) {
-    return child;
-  }
-  std::optional<uint64_t> factor = MaxElements(parent_schema);
-  child.max_cardinality =
-      factor ? std::optional<uint64_t>(MultiplyWithOverflowGuard(*parent.max_cardinality, *factor))
-             : std::nullopt;
-  if (factor && *parent.max_cardinality != 0 && *factor != 0 &&
-      std::numeric_limits<uint64_t>::max() / *parent.max_cardinality < *factor) {
-    child.max_cardinality = std::numeric_limits<uint64_t>::max();
-  }
-  return child;
-}
-
-bool MapIsCorrelatable(const json& node) {
-  const json* map_type = Find(node, "x-kubernetes-map-type");
-  if (map_type == nullptr || !map_type->is_string()) {
-    return true;
-  }
-  std::string t = map_type->get<std::string>();
-  return t == "granular" || t == "atomic";
-}
-
-void CompileNodeRules(const json& node, const std::string& path, const std::vector<Rule>& rules,
-                      const NodeContext& ctx, bool is_root, TotalCost& total,
-                      std::vector<SchemaError>& cel_errors) {
-  TypePtr decl = SchemaDeclType(node, is_root || Flag(node, "x-kubernetes-embedded-resource"),
-                                NextSelfTypeName());
-  if (!decl) {
-    cel_errors.push_back(
-        {Child(path, "x-kubernetes-validations"),
-         InternalError("internal error: failed to construct type information for "
-                       "x-kubernetes-validations rules: "
-                       "unable to convert structural schema to CEL declarations")});
-    return;
-  }
-  for (size_t i = 0; i < rules.size(); ++i) {
-    CompiledRule cr = CompileRule(rules[i], node, decl);
-    std::string base = Index(Child(path, "x-kubernetes-validations"), i);
-    std::string rule_path = Child(base, "rule");
-    uint64_t cost = MultiplyWithOverflowGuard(
-        cr.max_cost, ctx.max_cardinality ? *ctx.max_cardinality : cr.max_cardinality);
-    if (cost > kStaticEstimatedCostLimit) {
-      cel_errors.push_back({rule_path, Forbidden(CostErrorMessage("estimated rule cost", cost,
-                                                                  kStaticEstimatedCostLimit))});
-    }
-    total.Observe(rule_path, cost);
-    if (!cr.error.empty()) {
-      cel_errors.push_back({rule_path, InvalidValue(GoSharpV(rules[i]), cr.error)});
-    }
-    if (!cr.message_expression_error.empty()) {
-      cel_errors.push_back({Child(base, "messageExpression"),
-                            InvalidValue(GoSharpV(rules[i]), cr.message_expression_error)});
-    } else if (cr.message_program) {
-      if (cr.message_max_cost > kStaticEstimatedCostLimit) {
-        cel_errors.push_back(
-            {Child(base, "messageExpression"),
-             Forbidden(CostErrorMessage("estimated messageExpression cost", cr.message_max_cost,
-                                        kStaticEstimatedCostLimit))});
-      }
-      total.Observe(Child(base, "messageExpression"), cr.message_max_cost);
-    }
-    if (cr.uses_old_self) {
-      if (!ctx.uncorrelatable_path.empty()) {
-        cel_errors.push_back(
-            {rule_path,
-             InvalidValue(
-                 GoQuote(rules[i].rule),
-                 "oldSelf cannot be used on the uncorrelatable portion of the schema within " +
-                     ctx.uncorrelatable_path)});
-      }
-    } else if (rules[i].optional_old_self) {
-      cel_errors.push_back({Child(base, "optionalOldSelf"),
-                            InvalidValue(*rules[i].optional_old_self ? "true" : "false",
-                                         "may not be set if oldSelf is not used in rule")});
-    }
-  }
-}
-
-class CrdChecker {
- public:
-  explicit CrdChecker(TotalCost& total) : total_(total) {}
-
-  ErrorLists Visit(const json& node, const std::string& path, const NodeContext& ctx,
-                   bool is_root) {
-    ErrorLists errs;
-    if (!node.is_object()) {
-      return errs;
-    }
-    if (const json* additional = Find(node, "additionalProperties");
-        additional != nullptr && additional->is_object()) {
-      Append(errs, Visit(*additional, Child(path, "additionalProperties"), ChildContext(ctx, node),
-                         false));
-    }
-    if (const json* props = Find(node, "properties"); props != nullptr && props->is_object()) {
-      for (const auto& [name, prop] : props->items()) {  // nlohmann keeps keys sorted
-        NodeContext child = ChildContext(ctx, node);
-        if (!MapIsCorrelatable(node) && child.uncorrelatable_path.empty()) {
-          child.uncorrelatable_path = path;
-        }
-        Append(errs, Visit(prop, Key(Child(path, "properties"), name), child, false));
-      }
-    }
-    if (const json* n = Find(node, "not"); n != nullptr) {
-      Append(errs, Visit(*n, Child(path, "not"), NodeContext{std::nullopt, ctx.uncorrelatable_path},
-                         false));
-    }
-    for (const char* junctor : {"allOf", "oneOf", "anyOf"}) {
-      if (const json* list = Find(node, junctor); list != nullptr && list->is_array()) {
-        for (size_t i = 0; i < list->size(); ++i) {
-          Append(errs, Visit((*list)[i], Index(Child(path, junctor), i),
-                             NodeContext{std::nullopt, ctx.uncorrelatable_path}, false));
-        }
-      }
-    }
-    if (const json* items = Find(node, "items"); items != nullptr && items->is_object()) {
-      NodeContext child = ChildContext(ctx, node);
-      if (StringAt(node, "x-kubernetes-list-type") != "map" && child.uncorrelatable_path.empty()) {
-        child.uncorrelatable_path = path;
-      }
-      Append(errs, Visit(*items, Child(path, "items"), child, false));
-    }
-    std::vector<Rule> rules = RulesOf(node);
-    if (rules.empty()) {
-      return errs;
-    }
-    CheckRuleFields(node, path, rules, errs);
-    // The server compiles a node's rules only if it and everything below it are free of schema
-    // errors (invalid schemas may not convert to CEL types).
-    if (errs.schema_errors.empty()) {
-      CompileNodeRules(node, path, rules, ctx, is_root, total_, errs.cel_errors);
-    }
-    return errs;
-  }
-
- private:
-  static void Append(ErrorLists& to, ErrorLists from) {
-    to.schema_errors.insert(to.schema_errors.end(), from.schema_errors.begin(),
-                            from.schema_errors.end());
-    to.cel_errors.insert(to.cel_errors.end(), from.cel_errors.begin(), from.cel_errors.end());
-  }
-
-  static void CheckRuleFields(const json& node, const std::string& path,
-                              const std::vector<Rule>& rules, ErrorLists& errs) {
-    static const std::vector<std::string> kReasons = {"FieldValueDuplicate", "FieldValueForbidden",
-                                                      "FieldValueInvalid", "FieldValueRequired"};
-    for (size_t i = 0; i < rules.size(); ++i) {
-      const Rule& r = rules[i];
-      std::string base = Index(Child(path, "x-kubernetes-validations"), i);
-      std::string trimmed_rule = TrimSpace(r.rule);
-      std::string trimmed_msg = TrimSpace(r.message);
-      auto& out = errs.schema_errors;
-      if (trimmed_rule.empty()) {
-        out.push_back({Child(base, "rule"), RequiredValue("rule is not specified")});
-      } else if (!r.message.empty() && trimmed_msg.empty()) {
-        out.push_back({Child(base, "message"),
-                       InvalidValue(GoQuote(r.message), "message must be non-empty if specified")});
-      } else if (HasLineBreak(trimmed_msg)) {
-        out.push_back({Child(base, "message"),
-                       InvalidValue(GoQuote(r.message), "message must not contain line breaks")});
-      } else if (HasLineBreak(trimmed_rule) && trimmed_msg.empty()) {
-        out.push_back({Child(base, "message"),
-                       RequiredValue("message must be specified if rule contains line breaks")});
-      }
-      if (!r.message_expression.empty() && TrimSpace(r.message_expression).empty()) {
-        out.push_back({Child(base, "messageExpression"),
-                       RequiredValue("messageExpression must be non-empty if specified")});
-      }
-      if (r.reason && std::find(kReasons.begin(), kReasons.end(), *r.reason) == kReasons.end()) {
-        out.push_back({Child(base, "reason"), UnsupportedValue(GoQuote(*r.reason), kReasons)});
-      }
-      if (!r.field_path.empty() && TrimSpace(r.field_path).empty()) {
-        out.push_back(
-            {Child(base, "fieldPath"),
-             InvalidValue(GoQuote(r.field_path), "fieldPath must be non-empty if specified")});
-      }
-      if (HasLineBreak(r.field_path)) {
-        out.push_back(
-            {Child(base, "fieldPath"),
-             InvalidValue(GoQuote(r.field_path), "fieldPath must not contain line breaks")});
-      }
-      if (!r.field_path.empty() && !ValidFieldPath(r.field_path, node)) {
-        out.push_back({Child(base, "fieldPath"),
-                       InvalidValue(GoQuote(r.field_path), "fieldPath must be a valid path")});
-      }
-    }
-  }
-
-  TotalCost& total_;
-};
-
-}  // namespace
-
-namespace {
-
-// The cardinality context of `target` inside `node`, following the checker's traversal.
-bool FindContext(const json& node, const json& target, const NodeContext& ctx, NodeContext& found) {
+// How often `target` can occur in an object when `node`, which holds it somewhere below its
+// properties, additionalProperties and items, occurs at most `cardinality` times (nullopt:
+// unbounded). Returns false when `target` is not below `node`.
+bool FindCardinality(const json& node, const json& target, std::optional<uint64_t> cardinality,
+                     std::optional<uint64_t>& found) {
   if (&node == &target) {
-    found = ctx;
+    found = cardinality;
     return true;
   }
-  if (!node.is_object()) {
-    return false;
+  std::optional<uint64_t> factor = MaxElements(node);
+  std::optional<uint64_t> below;
+  if (cardinality && factor) {
+    below = MultiplyWithOverflowGuard(*cardinality, *factor);
   }
-  if (const json* additional = Find(node, "additionalProperties");
-      additional != nullptr && additional->is_object()) {
-    if (FindContext(*additional, target, ChildContext(ctx, node), found)) {
-      return true;
-    }
+  auto search = [&](const json* child) {
+    return child != nullptr && FindCardinality(*child, target, below, found);
+  };
+  if (search(AdditionalSchema(node))) {
+    return true;
   }
-  if (const json* props = Find(node, "properties"); props != nullptr && props->is_object()) {
-    for (const auto& [name, prop] : props->items()) {
-      if (FindContext(prop, target, ChildContext(ctx, node), found)) {
+  if (const json* properties = SubSchema(node, "properties")) {
+    for (const json& property : *properties) {
+      if (search(&property)) {
         return true;
       }
     }
   }
-  if (const json* items = Find(node, "items"); items != nullptr && items->is_object()) {
-    if (FindContext(*items, target, ChildContext(ctx, node), found)) {
-      return true;
+  return search(SubSchema(node, "items"));
+}
+
+// The API server's compilation of one node's rules (at `rules_path`,
+// "...x-kubernetes-validations") on a CRD write: compile errors, per-expression cost limits and
+// oldSelf misuse. Adds every expression's cost to `total`.
+std::vector<SchemaError> CompileNodeRules(const json& node, const std::string& rules_path,
+                                          bool is_root, std::optional<uint64_t> max_cardinality,
+                                          const std::string& uncorrelatable_path,
+                                          TotalCost& total) {
+  std::vector<SchemaError> errors;
+  TypePtr decl = SchemaDeclType(node, is_root || Flag(node, kEmbedded), NextSelfTypeName());
+  if (!decl) {
+    errors.push_back(schema::InternalError(
+        rules_path,
+        "internal error: failed to construct type information for x-kubernetes-validations "
+        "rules: unable to convert structural schema to CEL declarations"));
+    return errors;
+  }
+  std::vector<Rule> rules = RulesOf(node);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const Rule& rule = rules[i];
+    CompiledRule cr = CompileRule(rule, node, decl);
+    std::string base = Index(rules_path, i);
+    std::string rule_path = base + ".rule";
+    std::string message_expression_path = base + ".messageExpression";
+    uint64_t cost =
+        MultiplyWithOverflowGuard(cr.max_cost, max_cardinality.value_or(cr.max_cardinality));
+    if (cost > kStaticEstimatedCostLimit) {
+      errors.push_back(schema::Forbidden(
+          rule_path, CostErrorMessage("estimated rule cost", cost, kStaticEstimatedCostLimit)));
+    }
+    total.Observe(rule_path, cost);
+    if (!cr.error.empty()) {
+      errors.push_back(schema::Invalid(rule_path, GoSharpV(rule), cr.error));
+    }
+    if (!cr.message_expression_error.empty()) {
+      errors.push_back(
+          schema::Invalid(message_expression_path, GoSharpV(rule), cr.message_expression_error));
+    } else if (cr.message_program) {
+      if (cr.message_max_cost > kStaticEstimatedCostLimit) {
+        errors.push_back(
+            schema::Forbidden(message_expression_path,
+                              CostErrorMessage("estimated messageExpression cost",
+                                               cr.message_max_cost, kStaticEstimatedCostLimit)));
+      }
+      total.Observe(message_expression_path, cr.message_max_cost);
+    }
+    if (cr.uses_old_self) {
+      if (!uncorrelatable_path.empty()) {
+        errors.push_back(schema::Invalid(
+            rule_path, GoQuote(rule.rule),
+            "oldSelf cannot be used on the uncorrelatable portion of the schema within " +
+                uncorrelatable_path));
+      }
+    } else if (rule.optional_old_self) {
+      errors.push_back(schema::Invalid(base + ".optionalOldSelf",
+                                       *rule.optional_old_self ? "true" : "false",
+                                       "may not be set if oldSelf is not used in rule"));
     }
   }
-  return false;
+  return errors;
 }
 
 }  // namespace
@@ -586,25 +322,13 @@ struct CrdRuleCompiler::State {
 CrdRuleCompiler::CrdRuleCompiler() : state_(std::make_shared<State>()) {}
 
 schema::CelCompiler CrdRuleCompiler::Hook() const {
-  std::shared_ptr<State> state = state_;
-  return [state](const schema::CelCompileRequest& request) {
-    // Unknown position (a copied node): unbounded, as the server treats nodes below unbounded
-    // lists.
-    NodeContext ctx{std::nullopt, request.uncorrelatable_parent};
-    NodeContext found;
-    if (FindContext(request.root, request.node, NodeContext{1, ""}, found)) {
-      ctx.max_cardinality = found.max_cardinality;
-    }
-    std::string node_path = request.rules_path;
-    const std::string suffix = ".x-kubernetes-validations";
-    if (node_path.size() >= suffix.size() &&
-        node_path.compare(node_path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      node_path.resize(node_path.size() - suffix.size());
-    }
-    std::vector<SchemaError> errors;
-    CompileNodeRules(request.node, node_path, RulesOf(request.node), ctx,
-                     &request.node == &request.root, state->total, errors);
-    return errors;
+  return [state = state_](const schema::CelCompileRequest& request) {
+    // A node not found below the root (a copy) counts as unbounded, like one below an unbounded
+    // list.
+    std::optional<uint64_t> max_cardinality;
+    FindCardinality(request.root, request.node, 1, max_cardinality);
+    return CompileNodeRules(request.node, request.rules_path, &request.node == &request.root,
+                            max_cardinality, request.uncorrelatable_parent, state->total);
   };
 }
 
@@ -614,14 +338,14 @@ std::vector<SchemaError> CrdRuleCompiler::TotalCostErrors(const std::string& pat
   if (total.total > kStaticEstimatedCrdCostLimit) {
     for (const auto& [expensive_path, cost] : total.most_expensive) {
       errors.push_back(
-          {expensive_path,
-           Forbidden("contributed to estimated rule cost total exceeding cost limit for "
-                     "entire OpenAPIv3 schema")});
+          schema::Forbidden(expensive_path,
+                            "contributed to estimated rule cost total exceeding cost limit for "
+                            "entire OpenAPIv3 schema"));
     }
-    errors.push_back({path, Forbidden(CostErrorMessage(
-                                "x-kubernetes-validations estimated rule cost total for entire "
-                                "OpenAPIv3 schema",
-                                total.total, kStaticEstimatedCrdCostLimit))});
+    errors.push_back(schema::Forbidden(
+        path, CostErrorMessage(
+                  "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+                  total.total, kStaticEstimatedCrdCostLimit)));
   }
   return errors;
 }
@@ -629,104 +353,86 @@ std::vector<SchemaError> CrdRuleCompiler::TotalCostErrors(const std::string& pat
 schema::CelCompilerFactory CrdCelCompilers() {
   return [] {
     CrdRuleCompiler compiler;
-    return schema::CelSchemaCompiler{
-        compiler.Hook(), [compiler](const std::string& path) { return compiler.TotalCostErrors(path); }};
+    auto total_cost_errors = [compiler](const std::string& path) {
+      return compiler.TotalCostErrors(path);
+    };
+    return schema::CelSchemaCompiler{compiler.Hook(), total_cost_errors};
   };
 }
 
 std::vector<SchemaError> CheckSchemaRules(const json& schema, const std::string& path) {
-  TotalCost total;
-  CrdChecker checker(total);
-  ErrorLists lists = checker.Visit(schema, path, NodeContext{1, ""}, true);
-  std::vector<SchemaError> errors = std::move(lists.schema_errors);
-  errors.insert(errors.end(), lists.cel_errors.begin(), lists.cel_errors.end());
-  if (total.total > kStaticEstimatedCrdCostLimit) {
-    for (const auto& [expensive_path, cost] : total.most_expensive) {
-      errors.push_back(
-          {expensive_path,
-           Forbidden("contributed to estimated rule cost total exceeding cost limit for "
-                     "entire OpenAPIv3 schema")});
-    }
-    errors.push_back({path, Forbidden(CostErrorMessage(
-                                "x-kubernetes-validations estimated rule cost total for entire "
-                                "OpenAPIv3 schema",
-                                total.total, kStaticEstimatedCrdCostLimit))});
-  }
-  return errors;
+  schema::CelSchemaCompiler compiler = CrdCelCompilers()();
+  schema::SchemaCheckOptions options;
+  options.compile_cel = std::move(compiler.compile);
+  options.cel_total_cost_errors = std::move(compiler.total_cost_errors);
+  return schema::ValidateSchema(schema, path, options);
 }
 
-// --- Evaluation on custom-resource writes
-// ---------------------------------------------------------
+// --- Evaluation on custom-resource writes -------------------------------------------------------
 
 struct ValidatorNode {
   const json* schema = nullptr;
   TypePtr decl;
   std::vector<CompiledRule> rules;
-  std::map<std::string, ValidatorNode> properties;
+  std::map<std::string, std::unique_ptr<ValidatorNode>> properties;
   std::unique_ptr<ValidatorNode> items;
   std::unique_ptr<ValidatorNode> additional_properties;
-  bool empty() const {
-    return rules.empty() && properties.empty() && !items && !additional_properties;
-  }
 };
 
 class CompiledSchemaRules {
  public:
-  explicit CompiledSchemaRules(json schema) : schema_(std::move(schema)) {
-    root_ = Build(schema_, true);
-  }
-  const ValidatorNode* root() const { return root_ ? &*root_ : nullptr; }
+  explicit CompiledSchemaRules(json schema)
+      : schema_(std::move(schema)), root_(Build(schema_, true)) {}
+  const ValidatorNode* root() const { return root_.get(); }
 
  private:
-  static std::optional<ValidatorNode> Build(const json& node, bool resource_root) {
+  // The validator for `node`, or null when neither it nor anything below it has rules.
+  static std::unique_ptr<ValidatorNode> Build(const json& node, bool resource_root) {
     if (!node.is_object()) {
-      return std::nullopt;
+      return nullptr;
     }
-    ValidatorNode v;
-    v.schema = &node;
+    auto v = std::make_unique<ValidatorNode>();
+    v->schema = &node;
     std::vector<Rule> rules = RulesOf(node);
     if (!rules.empty()) {
-      v.decl = SchemaDeclType(node, resource_root, NextSelfTypeName());
+      v->decl = SchemaDeclType(node, resource_root, NextSelfTypeName());
       for (const Rule& r : rules) {
-        if (v.decl) {
-          v.rules.push_back(CompileRule(r, node, v.decl));
+        if (v->decl) {
+          v->rules.push_back(CompileRule(r, node, v->decl));
         } else {
           CompiledRule failed;
           failed.rule = r;
           failed.error = "unable to convert structural schema to CEL declarations";
-          v.rules.push_back(std::move(failed));
+          v->rules.push_back(std::move(failed));
         }
       }
     }
-    if (const json* props = Find(node, "properties"); props != nullptr && props->is_object()) {
-      for (const auto& [name, prop] : props->items()) {
-        if (auto child = Build(prop, Flag(prop, "x-kubernetes-embedded-resource"))) {
-          v.properties.emplace(name, std::move(*child));
+    auto build_child = [](const json* child) {
+      return child != nullptr ? Build(*child, Flag(*child, kEmbedded)) : nullptr;
+    };
+    if (const json* properties = SubSchema(node, "properties")) {
+      for (const auto& [name, property] : properties->items()) {
+        if (auto child = build_child(&property)) {
+          v->properties.emplace(name, std::move(child));
         }
       }
     }
-    if (const json* items = Find(node, "items"); items != nullptr) {
-      if (auto child = Build(*items, Flag(*items, "x-kubernetes-embedded-resource"))) {
-        v.items = std::make_unique<ValidatorNode>(std::move(*child));
-      }
-    }
-    if (const json* additional = Find(node, "additionalProperties");
-        additional != nullptr && additional->is_object()) {
-      if (auto child = Build(*additional, Flag(*additional, "x-kubernetes-embedded-resource"))) {
-        v.additional_properties = std::make_unique<ValidatorNode>(std::move(*child));
-      }
-    }
-    if (v.empty()) {
-      return std::nullopt;
+    v->items = build_child(SubSchema(node, "items"));
+    v->additional_properties = build_child(AdditionalSchema(node));
+    if (v->rules.empty() && v->properties.empty() && !v->items && !v->additional_properties) {
+      return nullptr;
     }
     return v;
   }
 
   json schema_;
-  std::optional<ValidatorNode> root_;
+  std::unique_ptr<const ValidatorNode> root_;
 };
 
 namespace {
+
+constexpr const char* kOutOfBudget =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
 
 std::string RuleErrorString(const Rule& r) {
   return r.message.empty() ? TrimSpace(r.rule) : TrimSpace(r.message);
@@ -749,24 +455,24 @@ class RuleValidator {
   explicit RuleValidator(RuleEvaluation& out) : out_(out) {}
 
   // Returns false once the cost budget ran out (no further rules run).
-  bool Validate(const ValidatorNode& v, const std::string& path, const json& obj, const json* old,
-                Correlation corr) {
+  bool Validate(const ValidatorNode& v, const std::string& path, const json& obj,
+                const Correlation& corr) {
     if (obj.is_null()) {
       return true;
     }
-    if (!ValidateExpressions(v, path, obj, old, corr)) {
-      return false;
-    }
     bool unchanged =
         corr.correlated ? (corr.old != nullptr && *corr.old == obj) : corr.parent_unchanged;
+    if (!ValidateExpressions(v, path, obj, corr.old, unchanged)) {
+      return false;
+    }
     if (obj.is_array() && v.items) {
       const json& schema = *v.schema;
-      bool map_list = StringAt(schema, "x-kubernetes-list-type") == "map";
+      bool map_list = Text(schema, kListType) == "map";
       for (size_t i = 0; i < obj.size(); ++i) {
         const json* old_item =
-            map_list && old != nullptr ? FindMapListItem(schema, *old, obj[i]) : nullptr;
+            map_list && corr.old != nullptr ? FindMapListItem(schema, *corr.old, obj[i]) : nullptr;
         Correlation child{old_item, map_list && corr.correlated && old_item != nullptr, unchanged};
-        if (!Validate(*v.items, Index(path, i), obj[i], old_item, child)) {
+        if (!Validate(*v.items, Index(path, i), obj[i], child)) {
           return false;
         }
       }
@@ -776,24 +482,24 @@ class RuleValidator {
         const ValidatorNode* sub = nullptr;
         std::string child_path;
         if (v.additional_properties) {
-          sub = &*v.additional_properties;
+          sub = v.additional_properties.get();
           child_path = Key(path, k);
         } else if (auto it = v.properties.find(k); it != v.properties.end()) {
-          sub = &it->second;
+          sub = it->second.get();
           child_path = path == "<nil>" ? k : Child(path, k);
         }
         if (sub == nullptr) {
           continue;
         }
         const json* old_value = nullptr;
-        if (correlatable && old != nullptr && old->is_object()) {
-          auto it = old->find(k);
-          old_value = it == old->end() ? nullptr : &*it;
+        if (correlatable && corr.old != nullptr && corr.old->is_object()) {
+          auto it = corr.old->find(k);
+          old_value = it == corr.old->end() ? nullptr : &*it;
         }
         bool root_type_meta = path == "<nil>" && (k == "apiVersion" || k == "kind");
         Correlation child{old_value, corr.correlated && old_value != nullptr && !root_type_meta,
-                          root_type_meta ? false : unchanged};
-        if (!Validate(*sub, child_path, value, old_value, child)) {
+                          !root_type_meta && unchanged};
+        if (!Validate(*sub, child_path, value, child)) {
           return false;
         }
       }
@@ -806,7 +512,7 @@ class RuleValidator {
     if (!old_list.is_array() || !item.is_object()) {
       return nullptr;
     }
-    const json* keys = Find(schema, "x-kubernetes-list-map-keys");
+    const json* keys = Field(schema, kListMapKeys);
     if (keys == nullptr || !keys->is_array()) {
       return nullptr;
     }
@@ -841,21 +547,21 @@ class RuleValidator {
     }
   }
 
+  // Runs the rules of `v` on `obj` (`old`: its correlated old value); failures of rules without
+  // oldSelf are only warnings when the value is `unchanged` (ratcheting).
   bool ValidateExpressions(const ValidatorNode& v, const std::string& path, const json& obj,
-                           const json* old, const Correlation& corr) {
+                           const json* old, bool unchanged) {
     if (v.rules.empty()) {
       return true;
     }
-    std::string sts_type = GoQuote(StringAt(*v.schema, "type"));
+    std::string sts_type = GoQuote(Text(*v.schema, "type"));
+    auto invalid = [&](const std::string& at, const std::string& detail) {
+      return schema::Invalid(at, sts_type, detail);
+    };
     if (budget_ <= 0) {
-      out_.errors.push_back(
-          {path, InvalidValue(sts_type,
-                              "validation failed due to running out of cost budget, no "
-                              "further validation rules will be run")});
+      out_.errors.push_back(invalid(path, kOutOfBudget));
       return false;
     }
-    bool ratchet =
-        corr.correlated ? (corr.old != nullptr && *corr.old == obj) : corr.parent_unchanged;
     std::map<std::string, Value> vars;
     vars["self"] = FromJson(obj, v.decl.get());
     std::optional<Value> old_value;
@@ -864,7 +570,7 @@ class RuleValidator {
     }
     for (const CompiledRule& cr : v.rules) {
       if (!cr.error.empty()) {
-        out_.errors.push_back({path, InvalidValue(sts_type, "rule compile error: " + cr.error)});
+        out_.errors.push_back(invalid(path, "rule compile error: " + cr.error));
         continue;
       }
       if (!cr.program) {
@@ -882,10 +588,7 @@ class RuleValidator {
       }
       EvalResult result = Evaluate(*cr.program, rule_vars);
       if (static_cast<int64_t>(result.cost) > budget_) {
-        out_.errors.push_back(
-            {path, InvalidValue(sts_type,
-                                "validation failed due to running out of cost budget, no "
-                                "further validation rules will be run")});
+        out_.errors.push_back(invalid(path, kOutOfBudget));
         budget_ = -1;
         return false;
       }
@@ -893,22 +596,21 @@ class RuleValidator {
       if (result.value.is_error()) {
         const std::string& err = result.value.error();
         if (err.rfind("no such overload", 0) == 0) {
-          out_.errors.push_back(
-              {path, InvalidValue(sts_type, "'" + err +
-                                                "': call arguments did not match a supported "
-                                                "operator, function or macro signature for rule: " +
-                                                RuleErrorString(cr.rule))});
+          out_.errors.push_back(invalid(path, "'" + err +
+                                                  "': call arguments did not match a supported "
+                                                  "operator, function or macro signature for "
+                                                  "rule: " +
+                                                  RuleErrorString(cr.rule)));
         } else if (result.cost_limit_exceeded) {
-          out_.errors.push_back(
-              {path, InvalidValue(sts_type, "'" + err +
-                                                "': no further validation rules will be run "
-                                                "due to call cost exceeds limit for rule: " +
-                                                RuleErrorString(cr.rule))});
+          out_.errors.push_back(invalid(path, "'" + err +
+                                                  "': no further validation rules will be run due "
+                                                  "to call cost exceeds limit for rule: " +
+                                                  RuleErrorString(cr.rule)));
           budget_ = -1;
           return false;
         } else {
-          out_.errors.push_back({path, InvalidValue(sts_type, err + " evaluating rule: " +
-                                                                  RuleErrorString(cr.rule))});
+          out_.errors.push_back(
+              invalid(path, err + " evaluating rule: " + RuleErrorString(cr.rule)));
         }
         continue;
       }
@@ -924,21 +626,19 @@ class RuleValidator {
       if (cr.message_program) {
         EvalResult msg = Evaluate(*cr.message_program, vars);
         if (static_cast<int64_t>(msg.cost) > budget_) {
-          AddError(
-              cr, ratchet,
-              {current, InvalidValue(sts_type,
-                                     "messageExpression evaluation failed due to running out "
-                                     "of cost budget, no further validation rules will be run")});
+          AddError(cr, unchanged,
+                   invalid(current,
+                           "messageExpression evaluation failed due to running out of cost "
+                           "budget, no further validation rules will be run"));
           budget_ = -1;
           return false;
         }
         if (msg.cost_limit_exceeded) {
-          AddError(
-              cr, ratchet,
-              {current, InvalidValue(sts_type,
-                                     "no further validation rules will be run due to call cost "
-                                     "exceeds limit for messageExpression: " +
-                                         GoQuote(cr.rule.message_expression))});
+          AddError(cr, unchanged,
+                   invalid(current,
+                           "no further validation rules will be run due to call cost exceeds "
+                           "limit for messageExpression: " +
+                               GoQuote(cr.rule.message_expression)));
           budget_ = -1;
           return false;
         }
@@ -951,19 +651,15 @@ class RuleValidator {
           }
         }
       }
-      SchemaError error{current, ""};
-      if (!cr.rule.reason || *cr.rule.reason == "FieldValueInvalid") {
-        error.message = InvalidValue(sts_type, detail);
-      } else if (*cr.rule.reason == "FieldValueForbidden") {
-        error.message = Forbidden(detail);
-      } else if (*cr.rule.reason == "FieldValueRequired") {
-        error.message = RequiredValue(detail);
-      } else if (*cr.rule.reason == "FieldValueDuplicate") {
-        error.message = DuplicateValue(sts_type);
+      if (cr.rule.reason == "FieldValueForbidden") {
+        AddError(cr, unchanged, schema::Forbidden(current, detail));
+      } else if (cr.rule.reason == "FieldValueRequired") {
+        AddError(cr, unchanged, schema::Required(current, detail));
+      } else if (cr.rule.reason == "FieldValueDuplicate") {
+        AddError(cr, unchanged, schema::Duplicate(current, sts_type));
       } else {
-        error.message = InvalidValue(sts_type, detail);
+        AddError(cr, unchanged, invalid(current, detail));
       }
-      AddError(cr, ratchet, std::move(error));
     }
     return true;
   }
@@ -987,10 +683,8 @@ RuleEvaluation ValidateRules(const CompiledSchemaRules& rules, const json& objec
   if (root == nullptr) {
     return out;
   }
-  RuleValidator validator(out);
   const json* old = old_object.is_null() ? nullptr : &old_object;
-  Correlation corr{old, old != nullptr, false};
-  validator.Validate(*root, "<nil>", object, old, corr);
+  RuleValidator(out).Validate(*root, "<nil>", object, Correlation{old, old != nullptr, false});
   return out;
 }
 

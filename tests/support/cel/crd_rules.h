@@ -1,7 +1,7 @@
-// x-kubernetes-validations for devcluster: the checks apiextensions-apiserver makes when a CRD is
-// created or updated (compile every rule and messageExpression, fieldPath, reason, message,
-// optionalOldSelf, estimated cost per rule and per CRD), and the evaluation of every rule when a
-// custom resource is written, with the API server's paths and wording.
+// x-kubernetes-validations for devcluster: the compilation apiextensions-apiserver makes when a
+// CRD is created or updated (every rule and messageExpression, oldSelf and optionalOldSelf, the
+// estimated cost per expression and per schema), and the evaluation of every rule when a custom
+// resource is written, with the API server's paths and wording.
 #pragma once
 
 #include <cstdint>
@@ -21,17 +21,20 @@ inline constexpr uint64_t kStaticEstimatedCostLimit = 10000000;
 inline constexpr uint64_t kStaticEstimatedCrdCostLimit = 100000000;
 inline constexpr int64_t kRuntimeCelCostBudget = 10000000;
 
-// Checks every x-kubernetes-validations entry of a CRD version's openAPIV3Schema as the API
-// server does on CRD create/update. `path` is where the server reports the schema, e.g.
-// "spec.versions[0].schema.openAPIV3Schema". Errors come schema errors first, then CEL errors,
-// in the server's order (properties in name order where Go's map order is random). Empty means
-// the rules are acceptable. The schema is assumed structural (see schema::CheckStructural).
+// Every error the API server reports for a CRD version's openAPIV3Schema on CRD create, its rules
+// included: schema::ValidateSchema with the compiler devcluster uses (CrdCelCompilers). `path` is
+// where the server reports the schema, e.g. "spec.versions[0].schema.openAPIV3Schema". Schema
+// errors come first, then CEL errors, then the per-schema cost total, in the server's order
+// (properties in name order where Go's map order is random). Empty means the server accepts it.
 std::vector<schema::SchemaError> CheckSchemaRules(const nlohmann::json& schema,
                                                   const std::string& path);
 
-// The same CEL checks, one schema node at a time, for schema::ValidateSchema's compile_cel hook
-// (which makes the rule-entry checks itself and calls the hook where the server compiles). The
-// CRD-wide cost total accumulates across calls; append TotalCostErrors after ValidateSchema.
+// The CEL checks, one schema node at a time, for schema::ValidateSchema's compile_cel hook
+// (ValidateSchema makes the rule-entry checks itself and calls the hook where the server
+// compiles). The schema's cost total accumulates across calls; TotalCostErrors reports it after
+// the walk. The hook ignores CelCompileRequest's suppress_per_expression_cost and preexisting
+// rules: devcluster has one CEL environment and one cost estimate, so a stored schema compiles
+// and costs the same on update.
 class CrdRuleCompiler {
  public:
   CrdRuleCompiler();

@@ -4,10 +4,18 @@
 
 #include <set>
 
+#include "tests/support/schema_internal.h"
+
 namespace ringleader::cel {
 namespace {
 
 using nlohmann::json;
+using schema::internal::Field;
+using schema::internal::Flag;
+using schema::internal::kEmbedded;
+using schema::internal::kIntOrString;
+using schema::internal::SubSchema;
+using schema::internal::Text;
 
 // apiserver/pkg/cel/limits.go
 constexpr int64_t kMaxDurationSizeJson = 32;
@@ -19,26 +27,8 @@ constexpr int64_t kMinStringSize = 2;
 constexpr int64_t kMinBoolSize = 4;
 constexpr int64_t kMinNumberSize = 1;
 
-const json* Find(const json& schema, const char* key) {
-  if (!schema.is_object()) {
-    return nullptr;
-  }
-  auto it = schema.find(key);
-  return it == schema.end() ? nullptr : &*it;
-}
-
-bool Flag(const json& schema, const char* key) {
-  const json* v = Find(schema, key);
-  return v != nullptr && v->is_boolean() && v->get<bool>();
-}
-
-std::string StringAt(const json& schema, const char* key) {
-  const json* v = Find(schema, key);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
 std::optional<int64_t> IntAt(const json& schema, const char* key) {
-  const json* v = Find(schema, key);
+  const json* v = Field(schema, key);
   if (v == nullptr || !v->is_number()) {
     return std::nullopt;
   }
@@ -47,7 +37,7 @@ std::optional<int64_t> IntAt(const json& schema, const char* key) {
 
 int64_t ZeroIfNegative(int64_t v) { return v < 0 ? 0 : v; }
 
-std::shared_ptr<Type> Scalar(TypeKind kind, const json& schema, int64_t min_size) {
+std::shared_ptr<Type> NewType(TypeKind kind, const json& schema, int64_t min_size) {
   auto t = std::make_shared<Type>();
   t->kind = kind;
   t->schema = &schema;
@@ -55,12 +45,26 @@ std::shared_ptr<Type> Scalar(TypeKind kind, const json& schema, int64_t min_size
   return t;
 }
 
+// A list or map of `schema` (serialized at least as "[]" or "{}"). Its size bound is `max_key`
+// (maxItems, maxProperties) or else how many of its smallest elements, each with
+// `element_overhead` bytes of punctuation, fit in a request.
+TypePtr NewCollection(TypeKind kind, const json& schema, std::vector<TypePtr> params,
+                      const char* max_key, int64_t element_overhead) {
+  auto t = NewType(kind, schema, 2);
+  t->params = std::move(params);
+  std::optional<int64_t> max = IntAt(schema, max_key);
+  t->max_elements =
+      max ? ZeroIfNegative(*max)
+          : (kMaxRequestSizeBytes - 2) / (t->params.back()->min_serialized_size + element_overhead);
+  return t;
+}
+
 // estimateMaxStringLengthPerRequest
 int64_t MaxStringLengthPerRequest(const json& schema) {
-  if (Flag(schema, "x-kubernetes-int-or-string")) {
+  if (Flag(schema, kIntOrString)) {
     return kMaxRequestSizeBytes - 2;
   }
-  std::string format = StringAt(schema, "format");
+  std::string format = Text(schema, "format");
   if (format == "duration") {
     return kMaxDurationSizeJson;
   }
@@ -86,64 +90,39 @@ const json& ObjectMetaSchema() {
 }
 
 bool HasStringProperty(const json& schema, const char* name) {
-  const json* props = Find(schema, "properties");
-  if (props == nullptr || !props->is_object() || !props->contains(name)) {
-    return false;
-  }
-  return StringAt((*props)[name], "type") == "string";
+  const json* props = SubSchema(schema, "properties");
+  const json* prop = props != nullptr ? SubSchema(*props, name) : nullptr;
+  return prop != nullptr && Text(*prop, "type") == "string";
 }
 
 // WithTypeAndObjectMeta: keeps the schema's own definitions only when they already declare
 // kind, apiVersion and metadata.name/generateName as strings; otherwise replaces all three.
 bool HasTypeAndObjectMeta(const json& schema) {
-  const json* props = Find(schema, "properties");
-  if (props == nullptr || !props->is_object() || !HasStringProperty(schema, "kind") ||
-      !HasStringProperty(schema, "apiVersion") || !props->contains("metadata")) {
-    return false;
-  }
-  const json& meta = (*props)["metadata"];
-  return StringAt(meta, "type") == "object" && HasStringProperty(meta, "name") &&
-         HasStringProperty(meta, "generateName");
+  const json* props = SubSchema(schema, "properties");
+  const json* meta = props != nullptr ? SubSchema(*props, "metadata") : nullptr;
+  return meta != nullptr && HasStringProperty(schema, "kind") &&
+         HasStringProperty(schema, "apiVersion") && Text(*meta, "type") == "object" &&
+         HasStringProperty(*meta, "name") && HasStringProperty(*meta, "generateName");
 }
 
 TypePtr Convert(const json& schema, bool resource_root, const std::string& name);
 
 TypePtr ConvertObject(const json& schema, bool resource_root, const std::string& name) {
-  const json* additional = Find(schema, "additionalProperties");
-  if (additional != nullptr && additional->is_object()) {
-    TypePtr values =
-        Convert(*additional, Flag(*additional, "x-kubernetes-embedded-resource"), name + ".@elem");
+  if (const json* additional = schema::internal::AdditionalSchema(schema)) {
+    TypePtr values = Convert(*additional, Flag(*additional, kEmbedded), name + ".@elem");
     if (values == nullptr) {
       return nullptr;
     }
-    auto t = std::make_shared<Type>();
-    t->kind = TypeKind::kMap;
-    t->params = {types::String(), values};
-    t->schema = &schema;
-    t->min_serialized_size = 2;
-    std::optional<int64_t> max = IntAt(schema, "maxProperties");
-    t->max_elements =
-        max ? ZeroIfNegative(*max) : (kMaxRequestSizeBytes - 2) / (values->min_serialized_size + 6);
-    return t;
+    return NewCollection(TypeKind::kMap, schema, {types::String(), values}, "maxProperties", 6);
   }
-  auto t = std::make_shared<Type>();
-  t->kind = TypeKind::kObject;
+  auto t = NewType(TypeKind::kObject, schema, 2);  // "{}", plus the required fields below
   t->name = name;
-  t->schema = &schema;
   t->resource_root = resource_root;
-  std::set<std::string> required;
-  if (const json* req = Find(schema, "required"); req != nullptr && req->is_array()) {
-    for (const json& r : *req) {
-      if (r.is_string()) {
-        required.insert(r.get<std::string>());
-      }
-    }
-  }
+  std::vector<std::string> required_names = schema::internal::Strings(schema, "required");
+  std::set<std::string> required(required_names.begin(), required_names.end());
   bool replace_meta = resource_root && !HasTypeAndObjectMeta(schema);
-  int64_t min_size = 2;  // "{}"
   auto add_property = [&](const std::string& prop, const json& prop_schema) {
-    TypePtr field_type = Convert(prop_schema, Flag(prop_schema, "x-kubernetes-embedded-resource"),
-                                 name + "." + prop);
+    TypePtr field_type = Convert(prop_schema, Flag(prop_schema, kEmbedded), name + "." + prop);
     if (field_type == nullptr) {
       return;
     }
@@ -151,11 +130,12 @@ TypePtr ConvertObject(const json& schema, bool resource_root, const std::string&
     if (escaped) {
       t->fields[*escaped] = FieldDecl{field_type, required.count(prop) != 0};
     }
-    if (required.count(prop) != 0 && Find(prop_schema, "default") == nullptr) {
-      min_size += static_cast<int64_t>(prop.size()) + field_type->min_serialized_size + 4;
+    if (required.count(prop) != 0 && Field(prop_schema, "default") == nullptr) {
+      t->min_serialized_size +=
+          static_cast<int64_t>(prop.size()) + field_type->min_serialized_size + 4;
     }
   };
-  if (const json* props = Find(schema, "properties"); props != nullptr && props->is_object()) {
+  if (const json* props = SubSchema(schema, "properties")) {
     for (const auto& [prop, prop_schema] : props->items()) {
       if (replace_meta && (prop == "kind" || prop == "apiVersion" || prop == "metadata")) {
         continue;
@@ -168,7 +148,6 @@ TypePtr ConvertObject(const json& schema, bool resource_root, const std::string&
     add_property("apiVersion", PlainStringSchema());
     add_property("metadata", ObjectMetaSchema());
   }
-  t->min_serialized_size = min_size;
   return t;
 }
 
@@ -176,60 +155,51 @@ TypePtr Convert(const json& schema, bool resource_root, const std::string& name)
   if (!schema.is_object()) {
     return nullptr;
   }
-  if (Flag(schema, "x-kubernetes-int-or-string")) {
+  if (Flag(schema, kIntOrString)) {
     // A dyn value (int or string), at least one byte when serialized ("0").
-    auto t = Scalar(TypeKind::kDyn, schema, 1);
+    auto t = NewType(TypeKind::kDyn, schema, 1);
     std::optional<int64_t> max = IntAt(schema, "maxLength");
     t->max_elements = max ? ZeroIfNegative(*max) * 4 : MaxStringLengthPerRequest(schema);
     return t;
   }
-  std::string type = StringAt(schema, "type");
+  std::string type = Text(schema, "type");
   if (type == "object") {
     return ConvertObject(schema, resource_root, name);
   }
   if (type == "array") {
-    const json* items = Find(schema, "items");
-    if (items == nullptr || !items->is_object()) {
+    const json* items = SubSchema(schema, "items");
+    if (items == nullptr) {
       return nullptr;
     }
-    TypePtr elem = Convert(*items, Flag(*items, "x-kubernetes-embedded-resource"), name + ".@idx");
+    TypePtr elem = Convert(*items, Flag(*items, kEmbedded), name + ".@idx");
     if (elem == nullptr) {
       return nullptr;
     }
-    auto t = std::make_shared<Type>();
-    t->kind = TypeKind::kList;
-    t->params = {elem};
-    t->schema = &schema;
-    t->min_serialized_size = 2;
-    std::optional<int64_t> max = IntAt(schema, "maxItems");
-    t->max_elements =
-        max ? ZeroIfNegative(*max) : (kMaxRequestSizeBytes - 2) / (elem->min_serialized_size + 1);
-    return t;
+    return NewCollection(TypeKind::kList, schema, {elem}, "maxItems", 1);
   }
   if (type == "string") {
-    std::string format = StringAt(schema, "format");
+    std::string format = Text(schema, "format");
     std::optional<int64_t> max = IntAt(schema, "maxLength");
     if (format == "byte") {
-      auto t = Scalar(TypeKind::kBytes, schema, kMinStringSize);
+      auto t = NewType(TypeKind::kBytes, schema, kMinStringSize);
       t->max_elements = max ? ZeroIfNegative(*max) : MaxStringLengthPerRequest(schema);
       return t;
     }
     if (format == "duration") {
-      auto t = Scalar(TypeKind::kDuration, schema, kMinDurationSizeJson);
+      auto t = NewType(TypeKind::kDuration, schema, kMinDurationSizeJson);
       t->max_elements = MaxStringLengthPerRequest(schema);
       return t;
     }
     if (format == "date" || format == "date-time") {
-      auto t = Scalar(TypeKind::kTimestamp, schema,
-                      format == "date" ? kJsonDateSize : kMinDatetimeSizeJson);
+      auto t = NewType(TypeKind::kTimestamp, schema,
+                       format == "date" ? kJsonDateSize : kMinDatetimeSizeJson);
       t->max_elements = MaxStringLengthPerRequest(schema);
       return t;
     }
-    auto t = Scalar(TypeKind::kString, schema, kMinStringSize);
+    auto t = NewType(TypeKind::kString, schema, kMinStringSize);
     if (max) {
       t->max_elements = ZeroIfNegative(*max) * 4;
-    } else if (const json* values = Find(schema, "enum");
-               values != nullptr && values->is_array() && !values->empty()) {
+    } else if (const json* values = schema::internal::NonEmptyArray(schema, "enum")) {
       int64_t longest = 0;
       for (const json& v : *values) {
         if (v.is_string()) {
@@ -243,13 +213,13 @@ TypePtr Convert(const json& schema, bool resource_root, const std::string& name)
     return t;
   }
   if (type == "boolean") {
-    return Scalar(TypeKind::kBool, schema, kMinBoolSize);
+    return NewType(TypeKind::kBool, schema, kMinBoolSize);
   }
   if (type == "number") {
-    return Scalar(TypeKind::kDouble, schema, kMinNumberSize);
+    return NewType(TypeKind::kDouble, schema, kMinNumberSize);
   }
   if (type == "integer") {
-    return Scalar(TypeKind::kInt, schema, kMinNumberSize);
+    return NewType(TypeKind::kInt, schema, kMinNumberSize);
   }
   return nullptr;
 }

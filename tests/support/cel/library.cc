@@ -10,13 +10,15 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <type_traits>
 
-#include "tests/support/cel/go_format.h"
+#include "tests/support/field_errors.h"
 
 namespace ringleader::cel {
 namespace {
 
 using Args = std::vector<Value>;
+using schema::GoQuote;
 
 Value NoSuchOverload() { return Value::Error("no such overload"); }
 
@@ -25,27 +27,28 @@ int64_t Int(const Value& v) { return v.as<int64_t>(); }
 
 // --- Arithmetic ---------------------------------------------------------------------------------
 
-Value AddInt(const Args& a) {
-  int64_t r = 0;
-  if (__builtin_add_overflow(Int(a[0]), Int(a[1]), &r)) {
-    return Value::Error("integer overflow");
+enum class Op { kAdd, kSubtract, kMultiply };
+
+// +, - and * on int or uint, with cel-go's overflow errors.
+template <typename T, Op kOp>
+Value Checked(const Args& a) {
+  T x = a[0].as<T>();
+  T y = a[1].as<T>();
+  T r = 0;
+  bool overflow = kOp == Op::kAdd        ? __builtin_add_overflow(x, y, &r)
+                  : kOp == Op::kSubtract ? __builtin_sub_overflow(x, y, &r)
+                                         : __builtin_mul_overflow(x, y, &r);
+  if (overflow) {
+    return Value::Error(std::is_signed_v<T> ? "integer overflow" : "unsigned integer overflow");
   }
   return r;
 }
-Value SubInt(const Args& a) {
-  int64_t r = 0;
-  if (__builtin_sub_overflow(Int(a[0]), Int(a[1]), &r)) {
-    return Value::Error("integer overflow");
-  }
-  return r;
-}
-Value MulInt(const Args& a) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(Int(a[0]), Int(a[1]), &r)) {
-    return Value::Error("integer overflow");
-  }
-  return r;
-}
+constexpr auto AddInt = &Checked<int64_t, Op::kAdd>;
+constexpr auto SubInt = &Checked<int64_t, Op::kSubtract>;
+constexpr auto MulInt = &Checked<int64_t, Op::kMultiply>;
+constexpr auto AddUint = &Checked<uint64_t, Op::kAdd>;
+constexpr auto SubUint = &Checked<uint64_t, Op::kSubtract>;
+constexpr auto MulUint = &Checked<uint64_t, Op::kMultiply>;
 Value DivInt(const Args& a) {
   if (Int(a[1]) == 0) {
     return Value::Error("division by zero");
@@ -71,27 +74,6 @@ Value NegInt(const Args& a) {
   return -Int(a[0]);
 }
 uint64_t Uint(const Value& v) { return v.as<uint64_t>(); }
-Value AddUint(const Args& a) {
-  uint64_t r = 0;
-  if (__builtin_add_overflow(Uint(a[0]), Uint(a[1]), &r)) {
-    return Value::Error("unsigned integer overflow");
-  }
-  return r;
-}
-Value SubUint(const Args& a) {
-  uint64_t r = 0;
-  if (__builtin_sub_overflow(Uint(a[0]), Uint(a[1]), &r)) {
-    return Value::Error("unsigned integer overflow");
-  }
-  return r;
-}
-Value MulUint(const Args& a) {
-  uint64_t r = 0;
-  if (__builtin_mul_overflow(Uint(a[0]), Uint(a[1]), &r)) {
-    return Value::Error("unsigned integer overflow");
-  }
-  return r;
-}
 Value DivUint(const Args& a) {
   if (Uint(a[1]) == 0) {
     return Value::Error("division by zero");
@@ -442,40 +424,6 @@ std::optional<int64_t> ZoneOffset(const std::string& zone) {
   return std::nullopt;
 }
 
-struct CivilTime {
-  int64_t year;
-  int month;  // 1-12
-  int day;    // 1-31
-  int hour, minute, second, weekday, yearday;
-};
-
-CivilTime Civil(int64_t seconds) {
-  int64_t days = seconds >= 0 ? seconds / 86400 : (seconds - 86399) / 86400;
-  int64_t secs = seconds - days * 86400;
-  int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = static_cast<int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2 ? 1 : 0;
-  CivilTime c{};
-  c.year = y;
-  c.month = static_cast<int>(m);
-  c.day = static_cast<int>(d);
-  c.hour = static_cast<int>(secs / 3600);
-  c.minute = static_cast<int>((secs / 60) % 60);
-  c.second = static_cast<int>(secs % 60);
-  c.weekday = static_cast<int>(((days % 7) + 11) % 7);  // 1970-01-01 was a Thursday (4)
-  bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-  static const int kCumulative[] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334};
-  c.yearday = kCumulative[m - 1] + static_cast<int>(d) - 1 + (leap && m > 2 ? 1 : 0);
-  return c;
-}
-
 template <int Field>
 Value TimestampField(const Args& a) {
   int64_t offset = 0;
@@ -487,7 +435,7 @@ Value TimestampField(const Args& a) {
     offset = *z;
   }
   const auto& ts = a[0].as<Timestamp>();
-  CivilTime c = Civil(ts.seconds + offset);
+  CivilTime c = ToCivil(ts.seconds + offset);
   switch (Field) {
     case 0:
       return c.year;

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 namespace ringleader::cel {
 namespace {
@@ -215,11 +216,17 @@ class Lexer {
       default:
         break;
     }
-    throw SyntaxError{t.offset, "Syntax error: token recognition error at: '" +
-                                    DisplayToken(in_.substr(pos_, 1)) + "'"};
+    Unrecognized(pos_, pos_ + 1);
   }
 
  private:
+  // ANTLR's error for text no token starts with (`in_` from `start` to `end`).
+  [[noreturn]] void Unrecognized(size_t start, size_t end) const {
+    throw SyntaxError{static_cast<int32_t>(start),
+                      "Syntax error: token recognition error at: '" +
+                          DisplayToken(in_.substr(start, end - start)) + "'"};
+  }
+
   void SkipSpaceAndComments() {
     while (pos_ < in_.size()) {
       char32_t c = in_[pos_];
@@ -271,10 +278,7 @@ class Lexer {
     bool triple = pos_ + 2 < in_.size() && in_[pos_ + 1] == quote && in_[pos_ + 2] == quote;
     pos_ += triple ? 3 : 1;
     std::string value;
-    auto fail = [&]() {
-      throw SyntaxError{t.offset, "Syntax error: token recognition error at: '" +
-                                      DisplayToken(in_.substr(start, pos_ - start)) + "'"};
-    };
+    auto fail = [&]() { Unrecognized(start, pos_); };
     while (true) {
       if (pos_ >= in_.size()) {
         fail();
@@ -317,55 +321,28 @@ class Lexer {
   // Decodes the escape after a backslash (pos_ is on the character after it).
   bool Unescape(std::string& out, bool bytes) {
     char32_t c = in_[pos_++];
+    static constexpr std::u32string_view kSimple = U"abfnrtv\\?\"'`";
+    static constexpr std::string_view kSimpleValues = "\a\b\f\n\r\t\v\\?\"'`";
+    if (std::size_t which = kSimple.find(c); which != std::u32string_view::npos) {
+      out += kSimpleValues[which];
+      return true;
+    }
+    // \x and octal escapes are one byte in bytes literals, one code point in strings.
+    auto append_byte = [&](char32_t v) {
+      if (bytes) {
+        out.push_back(static_cast<char>(v));
+      } else {
+        AppendUtf8(out, v);
+      }
+    };
     switch (c) {
-      case U'a':
-        out += '\a';
-        return true;
-      case U'b':
-        out += '\b';
-        return true;
-      case U'f':
-        out += '\f';
-        return true;
-      case U'n':
-        out += '\n';
-        return true;
-      case U'r':
-        out += '\r';
-        return true;
-      case U't':
-        out += '\t';
-        return true;
-      case U'v':
-        out += '\v';
-        return true;
-      case U'\\':
-        out += '\\';
-        return true;
-      case U'?':
-        out += '?';
-        return true;
-      case U'"':
-        out += '"';
-        return true;
-      case U'\'':
-        out += '\'';
-        return true;
-      case U'`':
-        out += '`';
-        return true;
       case U'x':
       case U'X': {
         if (pos_ + 2 > in_.size() || !IsHex(in_[pos_]) || !IsHex(in_[pos_ + 1])) {
           return false;
         }
-        auto v = static_cast<char32_t>(HexValue(in_[pos_]) * 16 + HexValue(in_[pos_ + 1]));
+        append_byte(static_cast<char32_t>(HexValue(in_[pos_]) * 16 + HexValue(in_[pos_ + 1])));
         pos_ += 2;
-        if (bytes) {
-          out.push_back(static_cast<char>(v));
-        } else {
-          AppendUtf8(out, v);
-        }
         return true;
       }
       case U'u':
@@ -394,14 +371,9 @@ class Lexer {
               in_[pos_ + 1] < U'0' || in_[pos_ + 1] > U'7') {
             return false;
           }
-          auto v = static_cast<char32_t>((c - U'0') * 64 + (in_[pos_] - U'0') * 8 +
-                                         (in_[pos_ + 1] - U'0'));
+          append_byte(static_cast<char32_t>((c - U'0') * 64 + (in_[pos_] - U'0') * 8 +
+                                            (in_[pos_ + 1] - U'0')));
           pos_ += 2;
-          if (bytes) {
-            out.push_back(static_cast<char>(v));
-          } else {
-            AppendUtf8(out, v);
-          }
           return true;
         }
         return false;
@@ -412,10 +384,10 @@ class Lexer {
     Token t;
     t.offset = static_cast<int32_t>(pos_);
     size_t start = pos_;
+    uint64_t v = 0;
     if (in_[pos_] == U'0' && pos_ + 1 < in_.size() && in_[pos_ + 1] == U'x' &&
         pos_ + 2 < in_.size() && IsHex(in_[pos_ + 2])) {
       pos_ += 2;
-      uint64_t v = 0;
       while (pos_ < in_.size() && IsHex(in_[pos_])) {
         if (v > (std::numeric_limits<uint64_t>::max() >> 4)) {
           t.int_overflow = true;
@@ -423,45 +395,38 @@ class Lexer {
         v = v * 16 + static_cast<uint64_t>(HexValue(in_[pos_]));
         ++pos_;
       }
-      t.int_bits = v;
-      t.kind = Tok::kInt;
-      if (pos_ < in_.size() && (in_[pos_] == U'u' || in_[pos_] == U'U')) {
-        ++pos_;
-        t.kind = Tok::kUint;
-      }
-      t.raw = in_.substr(start, pos_ - start);
-      return t;
-    }
-    bool is_double = false;
-    while (pos_ < in_.size() && IsDigit(in_[pos_])) {
-      ++pos_;
-    }
-    if (pos_ + 1 < in_.size() && in_[pos_] == U'.' && IsDigit(in_[pos_ + 1])) {
-      is_double = true;
-      ++pos_;
+    } else {
+      bool is_double = false;
       while (pos_ < in_.size() && IsDigit(in_[pos_])) {
         ++pos_;
       }
-    }
-    if (pos_ < in_.size() && (in_[pos_] == U'e' || in_[pos_] == U'E')) {
-      size_t p = pos_ + 1;
-      if (p < in_.size() && (in_[p] == U'+' || in_[p] == U'-')) {
-        ++p;
-      }
-      if (p < in_.size() && IsDigit(in_[p])) {
+      if (pos_ + 1 < in_.size() && in_[pos_] == U'.' && IsDigit(in_[pos_ + 1])) {
         is_double = true;
-        pos_ = p;
+        ++pos_;
         while (pos_ < in_.size() && IsDigit(in_[pos_])) {
           ++pos_;
         }
       }
-    }
-    std::string digits = EncodeUtf8(in_.substr(start, pos_ - start));
-    if (is_double) {
-      t.kind = Tok::kDouble;
-      t.number = std::strtod(digits.c_str(), nullptr);
-    } else {
-      uint64_t v = 0;
+      if (pos_ < in_.size() && (in_[pos_] == U'e' || in_[pos_] == U'E')) {
+        size_t p = pos_ + 1;
+        if (p < in_.size() && (in_[p] == U'+' || in_[p] == U'-')) {
+          ++p;
+        }
+        if (p < in_.size() && IsDigit(in_[p])) {
+          is_double = true;
+          pos_ = p;
+          while (pos_ < in_.size() && IsDigit(in_[pos_])) {
+            ++pos_;
+          }
+        }
+      }
+      std::string digits = EncodeUtf8(in_.substr(start, pos_ - start));
+      if (is_double) {
+        t.kind = Tok::kDouble;
+        t.number = std::strtod(digits.c_str(), nullptr);
+        t.raw = in_.substr(start, pos_ - start);
+        return t;
+      }
       for (char d : digits) {
         auto digit = static_cast<uint64_t>(d - '0');
         if (v > (std::numeric_limits<uint64_t>::max() - digit) / 10) {
@@ -469,12 +434,12 @@ class Lexer {
         }
         v = v * 10 + digit;
       }
-      t.int_bits = v;
-      t.kind = Tok::kInt;
-      if (pos_ < in_.size() && (in_[pos_] == U'u' || in_[pos_] == U'U')) {
-        ++pos_;
-        t.kind = Tok::kUint;
-      }
+    }
+    t.int_bits = v;
+    t.kind = Tok::kInt;
+    if (pos_ < in_.size() && (in_[pos_] == U'u' || in_[pos_] == U'U')) {
+      ++pos_;
+      t.kind = Tok::kUint;
     }
     t.raw = in_.substr(start, pos_ - start);
     return t;
@@ -496,8 +461,7 @@ class Parser {
       Advance();
       ExprPtr root = ParseExpr();
       if (tok_.kind != Tok::kEof) {
-        throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" + DisplayToken(tok_.raw) +
-                                           "' expecting <EOF>"};
+        Mismatched("<EOF>");
       }
       if (issues_.empty()) {
         out.root = std::move(root);
@@ -514,10 +478,24 @@ class Parser {
  private:
   void Advance() { tok_ = lexer_.Next(); }
 
-  void Expect(Tok kind, const char* display) {
+  // Consumes the current token if it is `kind`.
+  bool Accept(Tok kind) {
     if (tok_.kind != kind) {
-      throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" + DisplayToken(tok_.raw) +
-                                         "' expecting " + display};
+      return false;
+    }
+    Advance();
+    return true;
+  }
+
+  // ANTLR's error for an unexpected token, naming what the grammar allows there.
+  [[noreturn]] void Mismatched(std::string_view expecting) const {
+    throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" + DisplayToken(tok_.raw) +
+                                       "' expecting " + std::string(expecting)};
+  }
+
+  void Expect(Tok kind, std::string_view expecting) {
+    if (tok_.kind != kind) {
+      Mismatched(expecting);
     }
     Advance();
   }
@@ -537,6 +515,14 @@ class Parser {
     e->args = std::move(args);
     e->target = std::move(target);
     return e;
+  }
+
+  // A global call of `fn` on already built arguments.
+  template <typename... Args>
+  ExprPtr Call(const std::string& fn, int32_t offset, Args... args) {
+    std::vector<ExprPtr> list;
+    (list.push_back(std::move(args)), ...);
+    return NewCall(fn, offset, std::move(list));
   }
 
   ExprPtr NewIdent(const std::string& name, int32_t offset) {
@@ -575,11 +561,7 @@ class Parser {
     ExprPtr if_true = ParseOr();
     Expect(Tok::kColon, "':'");
     ExprPtr if_false = ParseExpr();
-    std::vector<ExprPtr> args;
-    args.push_back(std::move(cond));
-    args.push_back(std::move(if_true));
-    args.push_back(std::move(if_false));
-    return NewCall("_?_:_", offset, std::move(args));
+    return Call("_?_:_", offset, std::move(cond), std::move(if_true), std::move(if_false));
   }
 
   // cel-go balances chains of && and || into a tree; evaluation is the same either way.
@@ -588,40 +570,39 @@ class Parser {
     size_t mid = (lo + hi + 1) / 2;
     ExprPtr left = mid == lo ? std::move(terms[mid]) : Balance(fn, terms, ops, lo, mid - 1);
     ExprPtr right = mid == hi ? std::move(terms[mid + 1]) : Balance(fn, terms, ops, mid + 1, hi);
-    std::vector<ExprPtr> args;
-    args.push_back(std::move(left));
-    args.push_back(std::move(right));
-    return NewCall(fn, ops[mid], std::move(args));
+    return Call(fn, ops[mid], std::move(left), std::move(right));
   }
 
-  ExprPtr ParseOr() {
+  // A chain of `op` (&& or ||) between `next` operands, balanced.
+  ExprPtr ParseLogical(Tok op, const char* fn, ExprPtr (Parser::*next)()) {
     std::vector<ExprPtr> terms;
     std::vector<int32_t> ops;
-    terms.push_back(ParseAnd());
-    while (tok_.kind == Tok::kOr) {
+    terms.push_back((this->*next)());
+    while (tok_.kind == op) {
       ops.push_back(tok_.offset);
       Advance();
-      terms.push_back(ParseAnd());
+      terms.push_back((this->*next)());
     }
     if (ops.empty()) {
       return std::move(terms[0]);
     }
-    return Balance("_||_", terms, ops, 0, ops.size() - 1);
+    return Balance(fn, terms, ops, 0, ops.size() - 1);
   }
 
-  ExprPtr ParseAnd() {
-    std::vector<ExprPtr> terms;
-    std::vector<int32_t> ops;
-    terms.push_back(ParseRelation());
-    while (tok_.kind == Tok::kAnd) {
-      ops.push_back(tok_.offset);
+  ExprPtr ParseOr() { return ParseLogical(Tok::kOr, "_||_", &Parser::ParseAnd); }
+  ExprPtr ParseAnd() { return ParseLogical(Tok::kAnd, "_&&_", &Parser::ParseRelation); }
+
+  // A left-associative chain of the binary operators `function` names (null for other tokens)
+  // between `next` operands.
+  ExprPtr ParseBinary(const char* (*function)(Tok), ExprPtr (Parser::*next)()) {
+    ExprPtr left = (this->*next)();
+    while (const char* fn = function(tok_.kind)) {
+      int32_t offset = tok_.offset;
       Advance();
-      terms.push_back(ParseRelation());
+      ExprPtr right = (this->*next)();
+      left = Call(fn, offset, std::move(left), std::move(right));
     }
-    if (ops.empty()) {
-      return std::move(terms[0]);
-    }
-    return Balance("_&&_", terms, ops, 0, ops.size() - 1);
+    return left;
   }
 
   static const char* RelationFunction(Tok kind) {
@@ -645,88 +626,43 @@ class Parser {
     }
   }
 
-  ExprPtr ParseRelation() {
-    ExprPtr left = ParseAdditive();
-    while (const char* fn = RelationFunction(tok_.kind)) {
-      int32_t offset = tok_.offset;
-      Advance();
-      ExprPtr right = ParseAdditive();
-      std::vector<ExprPtr> args;
-      args.push_back(std::move(left));
-      args.push_back(std::move(right));
-      left = NewCall(fn, offset, std::move(args));
-    }
-    return left;
+  static const char* AdditiveFunction(Tok kind) {
+    return kind == Tok::kPlus ? "_+_" : kind == Tok::kMinus ? "_-_" : nullptr;
   }
 
-  ExprPtr ParseAdditive() {
-    ExprPtr left = ParseMultiplicative();
-    while (tok_.kind == Tok::kPlus || tok_.kind == Tok::kMinus) {
-      const char* fn = tok_.kind == Tok::kPlus ? "_+_" : "_-_";
-      int32_t offset = tok_.offset;
-      Advance();
-      ExprPtr right = ParseMultiplicative();
-      std::vector<ExprPtr> args;
-      args.push_back(std::move(left));
-      args.push_back(std::move(right));
-      left = NewCall(fn, offset, std::move(args));
-    }
-    return left;
+  static const char* MultiplicativeFunction(Tok kind) {
+    return kind == Tok::kStar      ? "_*_"
+           : kind == Tok::kSlash   ? "_/_"
+           : kind == Tok::kPercent ? "_%_"
+                                   : nullptr;
   }
 
-  ExprPtr ParseMultiplicative() {
-    ExprPtr left = ParseUnary();
-    while (tok_.kind == Tok::kStar || tok_.kind == Tok::kSlash || tok_.kind == Tok::kPercent) {
-      const char* fn = tok_.kind == Tok::kStar ? "_*_" : tok_.kind == Tok::kSlash ? "_/_" : "_%_";
-      int32_t offset = tok_.offset;
-      Advance();
-      ExprPtr right = ParseUnary();
-      std::vector<ExprPtr> args;
-      args.push_back(std::move(left));
-      args.push_back(std::move(right));
-      left = NewCall(fn, offset, std::move(args));
-    }
-    return left;
-  }
+  ExprPtr ParseRelation() { return ParseBinary(RelationFunction, &Parser::ParseAdditive); }
+  ExprPtr ParseAdditive() { return ParseBinary(AdditiveFunction, &Parser::ParseMultiplicative); }
+  ExprPtr ParseMultiplicative() { return ParseBinary(MultiplicativeFunction, &Parser::ParseUnary); }
 
   ExprPtr ParseUnary() {
     DepthGuard guard(*this, tok_.offset);
-    if (tok_.kind == Tok::kNot) {
-      int32_t offset = tok_.offset;
-      int count = 0;
-      while (tok_.kind == Tok::kNot) {
-        ++count;
-        Advance();
-      }
-      ExprPtr operand = ParseMember();
-      if (count % 2 == 0) {
-        return operand;
-      }
-      std::vector<ExprPtr> args;
-      args.push_back(std::move(operand));
-      return NewCall("!_", offset, std::move(args));
+    if (tok_.kind != Tok::kNot && tok_.kind != Tok::kMinus) {
+      return ParseMember();
     }
-    if (tok_.kind == Tok::kMinus) {
-      int32_t offset = tok_.offset;
+    Tok op = tok_.kind;
+    int32_t offset = tok_.offset;
+    Advance();
+    // `-` directly before a number is part of the literal (the grammar's `sign=MINUS? NUM_INT`).
+    if (op == Tok::kMinus && (tok_.kind == Tok::kInt || tok_.kind == Tok::kDouble)) {
+      return ParseMemberSuffixes(ParseNumber(true, offset));
+    }
+    int count = 1;
+    while (tok_.kind == op) {
+      ++count;
       Advance();
-      // `-` directly before a number is part of the literal (the grammar's `sign=MINUS? NUM_INT`).
-      if (tok_.kind == Tok::kInt || tok_.kind == Tok::kDouble) {
-        return ParseMemberSuffixes(ParseNumber(true, offset));
-      }
-      int count = 1;
-      while (tok_.kind == Tok::kMinus) {
-        ++count;
-        Advance();
-      }
-      ExprPtr operand = ParseMember();
-      if (count % 2 == 0) {
-        return operand;
-      }
-      std::vector<ExprPtr> args;
-      args.push_back(std::move(operand));
-      return NewCall("-_", offset, std::move(args));
     }
-    return ParseMember();
+    ExprPtr operand = ParseMember();
+    if (count % 2 == 0) {
+      return operand;  // `!!x` and `--x` are x, as in cel-go
+    }
+    return Call(op == Tok::kNot ? "!_" : "-_", offset, std::move(operand));
   }
 
   ExprPtr ParseNumber(bool negative, int32_t offset) {
@@ -757,23 +693,16 @@ class Parser {
       if (tok_.kind == Tok::kDot) {
         int32_t dot = tok_.offset;
         Advance();
-        bool optional = false;
-        if (tok_.kind == Tok::kQuestion) {
-          optional = true;
-          Advance();
-        }
+        bool optional = Accept(Tok::kQuestion);
         if (tok_.kind != Tok::kIdent) {
-          throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" +
-                                             DisplayToken(tok_.raw) + "' expecting IDENTIFIER"};
+          Mismatched("IDENTIFIER");
         }
         std::string field = tok_.text;
         int32_t field_offset = tok_.offset;
         Advance();
         if (optional) {
-          std::vector<ExprPtr> args;
-          args.push_back(std::move(operand));
-          args.push_back(NewLiteral(field, field_offset));
-          operand = NewCall("_?._", dot, std::move(args));
+          ExprPtr name = NewLiteral(field, field_offset);
+          operand = Call("_?._", dot, std::move(operand), std::move(name));
           continue;
         }
         if (tok_.kind == Tok::kLParen) {
@@ -792,17 +721,10 @@ class Parser {
       if (tok_.kind == Tok::kLBracket) {
         int32_t open = tok_.offset;
         Advance();
-        bool optional = false;
-        if (tok_.kind == Tok::kQuestion) {
-          optional = true;
-          Advance();
-        }
+        bool optional = Accept(Tok::kQuestion);
         ExprPtr index = ParseExpr();
         Expect(Tok::kRBracket, "']'");
-        std::vector<ExprPtr> args;
-        args.push_back(std::move(operand));
-        args.push_back(std::move(index));
-        operand = NewCall(optional ? "_[?_]" : "_[_]", open, std::move(args));
+        operand = Call(optional ? "_[?_]" : "_[_]", open, std::move(operand), std::move(index));
         continue;
       }
       return operand;
@@ -811,13 +733,11 @@ class Parser {
 
   std::vector<ExprPtr> ParseArgs() {
     std::vector<ExprPtr> args;
-    if (tok_.kind == Tok::kRParen) {
-      Advance();
+    if (Accept(Tok::kRParen)) {
       return args;
     }
     args.push_back(ParseExpr());
-    while (tok_.kind == Tok::kComma) {
-      Advance();
+    while (Accept(Tok::kComma)) {
       args.push_back(ParseExpr());
     }
     Expect(Tok::kRParen, "{')', ','}");
@@ -863,8 +783,7 @@ class Parser {
           name = ".";
           Advance();
           if (tok_.kind != Tok::kIdent) {
-            throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" +
-                                               DisplayToken(tok_.raw) + "' expecting IDENTIFIER"};
+            Mismatched("IDENTIFIER");
           }
           offset = tok_.offset;
         }
@@ -882,8 +801,7 @@ class Parser {
         return NewIdent(name, offset);
       }
       default:
-        throw SyntaxError{t.offset, "Syntax error: mismatched input '" + DisplayToken(t.raw) +
-                                        "' expecting " + kExprStart};
+        Mismatched(kExprStart);
     }
   }
 
@@ -891,18 +809,15 @@ class Parser {
     ExprPtr list = NewExpr(ExprKind::kList, tok_.offset);
     Advance();
     while (tok_.kind != Tok::kRBracket) {
-      if (tok_.kind == Tok::kQuestion) {
-        Advance();
+      if (Accept(Tok::kQuestion)) {
         list->optional_indices.push_back(list->args.size());
       }
       list->args.push_back(ParseExpr());
-      if (tok_.kind == Tok::kComma) {
-        Advance();
+      if (Accept(Tok::kComma)) {
         continue;
       }
       if (tok_.kind != Tok::kRBracket) {
-        throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" + DisplayToken(tok_.raw) +
-                                           "' expecting {']', ','}"};
+        Mismatched("{']', ','}");
       }
     }
     Advance();
@@ -914,21 +829,16 @@ class Parser {
     Advance();
     while (tok_.kind != Tok::kRBrace) {
       MapEntry entry;
-      if (tok_.kind == Tok::kQuestion) {
-        Advance();
-        entry.optional = true;
-      }
+      entry.optional = Accept(Tok::kQuestion);
       entry.key = ParseExpr();
       Expect(Tok::kColon, "':'");
       entry.value = ParseExpr();
       map->entries.push_back(std::move(entry));
-      if (tok_.kind == Tok::kComma) {
-        Advance();
+      if (Accept(Tok::kComma)) {
         continue;
       }
       if (tok_.kind != Tok::kRBrace) {
-        throw SyntaxError{tok_.offset, "Syntax error: mismatched input '" + DisplayToken(tok_.raw) +
-                                           "' expecting {'}', ','}"};
+        Mismatched("{'}', ','}");
       }
     }
     Advance();
@@ -970,24 +880,6 @@ class Parser {
     return c;
   }
 
-  ExprPtr Call1(const char* fn, int32_t offset, ExprPtr a) {
-    std::vector<ExprPtr> args;
-    args.push_back(std::move(a));
-    return NewCall(fn, offset, std::move(args));
-  }
-  ExprPtr Call2(const char* fn, int32_t offset, ExprPtr a, ExprPtr b) {
-    std::vector<ExprPtr> args;
-    args.push_back(std::move(a));
-    args.push_back(std::move(b));
-    return NewCall(fn, offset, std::move(args));
-  }
-  ExprPtr Call3(const char* fn, int32_t offset, ExprPtr a, ExprPtr b, ExprPtr c) {
-    std::vector<ExprPtr> args;
-    args.push_back(std::move(a));
-    args.push_back(std::move(b));
-    args.push_back(std::move(c));
-    return NewCall(fn, offset, std::move(args));
-  }
   ExprPtr Accu(int32_t offset) { return NewIdent(kAccumulatorName, offset); }
 
   ExprPtr MemberCallOrMacro(const std::string& name, int32_t offset, ExprPtr target,
@@ -997,18 +889,18 @@ class Parser {
       std::string var = IterVarName(args[0]);
       bool all = name == "all";
       ExprPtr init = NewLiteral(all, offset);
-      ExprPtr cond_arg = all ? Accu(offset) : Call1("!_", offset, Accu(offset));
-      ExprPtr cond = Call1("@not_strictly_false", offset, std::move(cond_arg));
-      ExprPtr step = Call2(all ? "_&&_" : "_||_", offset, Accu(offset), std::move(args[1]));
+      ExprPtr cond_arg = all ? Accu(offset) : Call("!_", offset, Accu(offset));
+      ExprPtr cond = Call("@not_strictly_false", offset, std::move(cond_arg));
+      ExprPtr step = Call(all ? "_&&_" : "_||_", offset, Accu(offset), std::move(args[1]));
       return Comprehension(offset, var, std::move(target), std::move(init), std::move(cond),
                            std::move(step), Accu(offset));
     }
     if (name == "exists_one" && n == 2) {
       std::string var = IterVarName(args[0]);
       ExprPtr step =
-          Call3("_?_:_", offset, std::move(args[1]),
-                Call2("_+_", offset, Accu(offset), NewLiteral(int64_t{1}, offset)), Accu(offset));
-      ExprPtr result = Call2("_==_", offset, Accu(offset), NewLiteral(int64_t{1}, offset));
+          Call("_?_:_", offset, std::move(args[1]),
+               Call("_+_", offset, Accu(offset), NewLiteral(int64_t{1}, offset)), Accu(offset));
+      ExprPtr result = Call("_==_", offset, Accu(offset), NewLiteral(int64_t{1}, offset));
       return Comprehension(offset, var, std::move(target), NewLiteral(int64_t{0}, offset),
                            NewLiteral(true, offset), std::move(step), std::move(result));
     }
@@ -1027,9 +919,9 @@ class Parser {
       }
       ExprPtr single = NewExpr(ExprKind::kList, offset);
       single->args.push_back(std::move(element));
-      ExprPtr step = Call2("_+_", offset, Accu(offset), std::move(single));
+      ExprPtr step = Call("_+_", offset, Accu(offset), std::move(single));
       if (filter) {
-        step = Call3("_?_:_", offset, std::move(filter), std::move(step), Accu(offset));
+        step = Call("_?_:_", offset, std::move(filter), std::move(step), Accu(offset));
       }
       return Comprehension(offset, var, std::move(target), NewExpr(ExprKind::kList, offset),
                            NewLiteral(true, offset), std::move(step), Accu(offset));
@@ -1049,9 +941,9 @@ class Parser {
       bind->loop_step = NewIdent(var, offset);
       bind->result = std::move(args[1]);
       ExprPtr some =
-          name == "optMap" ? Call1("optional.of", offset, std::move(bind)) : std::move(bind);
+          name == "optMap" ? Call("optional.of", offset, std::move(bind)) : std::move(bind);
       ExprPtr none = NewCall("optional.none", offset, {});
-      return Call3("_?_:_", offset, std::move(has_value), std::move(some), std::move(none));
+      return Call("_?_:_", offset, std::move(has_value), std::move(some), std::move(none));
     }
     return NewCall(name, offset, std::move(args), std::move(target));
   }

@@ -1,11 +1,13 @@
 // Equality, ordering, JSON conversion and text forms of CEL runtime values.
 #include "tests/support/cel/value.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "tests/support/cel/decl_types.h"
+#include "tests/support/schema_internal.h"
 
 namespace ringleader::cel {
 namespace {
@@ -317,14 +319,17 @@ std::optional<int64_t> ParseGoDuration(const std::string& text) {
 
 namespace {
 
-// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-int64_t DaysFromCivil(int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2 ? 1 : 0;
-  const int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? static_cast<unsigned>(-3) : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<int64_t>(doe) - 719468;
+namespace chrono = std::chrono;
+
+// The fraction of a second in `nanos` (< 1e9) as ".5", ".000001", or "" for none.
+std::string SecondFraction(uint32_t nanos) {
+  if (nanos == 0) {
+    return "";
+  }
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%09u", nanos);
+  std::string digits(buf);
+  return "." + digits.substr(0, digits.find_last_not_of('0') + 1);
 }
 
 bool ReadDigits(const std::string& s, size_t& i, size_t n, int& out) {
@@ -414,9 +419,12 @@ std::optional<Timestamp> ParseRfc3339(const std::string& text) {
       return std::nullopt;
     }
   }
-  int64_t days = DaysFromCivil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
+  // Days past the month's end roll over into the next month (February 31st is March 3rd).
+  chrono::sys_days date = chrono::year{year} / chrono::month{static_cast<unsigned>(month)} /
+                          chrono::day{static_cast<unsigned>(day)};
   Timestamp ts;
-  ts.seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset;
+  ts.seconds = int64_t{date.time_since_epoch().count()} * 86400 + hour * 3600 + minute * 60 +
+               second - offset;
   ts.nanos = static_cast<int32_t>(nanos);
   return ts;
 }
@@ -425,49 +433,34 @@ std::string FormatDuration(int64_t nanos) {
   // cel-go renders durations as seconds with the shortest exact decimal and an "s".
   bool negative = nanos < 0;
   uint64_t abs = negative ? 0 - static_cast<uint64_t>(nanos) : static_cast<uint64_t>(nanos);
-  std::string out = (negative ? "-" : "") + std::to_string(abs / 1000000000);
-  uint64_t frac = abs % 1000000000;
-  if (frac != 0) {
-    char buf[16];
-    std::snprintf(buf, sizeof buf, "%09llu", static_cast<unsigned long long>(frac));
-    std::string digits(buf);
-    while (!digits.empty() && digits.back() == '0') {
-      digits.pop_back();
-    }
-    out += "." + digits;
-  }
-  return out + "s";
+  return (negative ? "-" : "") + std::to_string(abs / 1000000000) +
+         SecondFraction(static_cast<uint32_t>(abs % 1000000000)) + "s";
+}
+
+CivilTime ToCivil(int64_t seconds) {
+  chrono::sys_seconds time{chrono::seconds{seconds}};
+  chrono::sys_days day = chrono::floor<chrono::days>(time);
+  chrono::year_month_day date{day};
+  chrono::hh_mm_ss clock{time - day};
+  return CivilTime{
+      .year = static_cast<int>(date.year()),
+      .month = static_cast<int>(static_cast<unsigned>(date.month())),
+      .day = static_cast<int>(static_cast<unsigned>(date.day())),
+      .hour = static_cast<int>(clock.hours().count()),
+      .minute = static_cast<int>(clock.minutes().count()),
+      .second = static_cast<int>(clock.seconds().count()),
+      .weekday = static_cast<int>(chrono::weekday{day}.c_encoding()),
+      .yearday =
+          static_cast<int>((day - chrono::sys_days{date.year() / chrono::January / 1}).count()),
+  };
 }
 
 std::string FormatTimestamp(const Timestamp& ts) {
-  int64_t days = ts.seconds >= 0 ? ts.seconds / 86400 : (ts.seconds - 86399) / 86400;
-  int64_t secs = ts.seconds - days * 86400;
-  // civil_from_days
-  int64_t z = days + 719468;
-  const int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = static_cast<int64_t>(yoe) + era * 400;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2 ? 1 : 0;
+  CivilTime c = ToCivil(ts.seconds);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld", static_cast<long long>(y),
-                m, d, static_cast<long long>(secs / 3600), static_cast<long long>((secs / 60) % 60),
-                static_cast<long long>(secs % 60));
-  std::string out(buf);
-  if (ts.nanos != 0) {
-    char frac[16];
-    std::snprintf(frac, sizeof frac, "%09d", ts.nanos);
-    std::string digits(frac);
-    while (!digits.empty() && digits.back() == '0') {
-      digits.pop_back();
-    }
-    out += "." + digits;
-  }
-  return out + "Z";
+  std::snprintf(buf, sizeof buf, "%04lld-%02d-%02dT%02d:%02d:%02d", static_cast<long long>(c.year),
+                c.month, c.day, c.hour, c.minute, c.second);
+  return buf + SecondFraction(static_cast<uint32_t>(ts.nanos)) + "Z";
 }
 
 // --- JSON conversion ----------------------------------------------------------------------------
@@ -591,17 +584,14 @@ Value FromJson(const json& node, const Type* type) {
           list->items.push_back(FromJson(item, elem));
         }
         if (type->schema != nullptr) {
-          std::string list_type = type->schema->value("x-kubernetes-list-type", "");
+          std::string list_type =
+              schema::internal::Text(*type->schema, schema::internal::kListType);
           if (list_type == "set") {
             list->semantics = ListSemantics::kSet;
           } else if (list_type == "map") {
             list->semantics = ListSemantics::kMap;
-            if (auto keys = type->schema->find("x-kubernetes-list-map-keys");
-                keys != type->schema->end() && keys->is_array()) {
-              for (const json& k : *keys) {
-                list->map_keys.push_back(k.get<std::string>());
-              }
-            }
+            list->map_keys =
+                schema::internal::Strings(*type->schema, schema::internal::kListMapKeys);
           }
         }
         return Value(std::shared_ptr<const ListValue>(std::move(list)));

@@ -145,4 +145,15 @@ std::optional<Timestamp> ParseRfc3339(const std::string& text);
 std::string FormatDuration(int64_t nanos);
 std::string FormatTimestamp(const Timestamp& ts);
 
+// The proleptic Gregorian calendar fields of a time `seconds` after the Unix epoch.
+struct CivilTime {
+  int64_t year;
+  int month;  // 1-12
+  int day;    // 1-31
+  int hour, minute, second;
+  int weekday;  // 0 is Sunday
+  int yearday;  // 0 is January 1st
+};
+CivilTime ToCivil(int64_t seconds);
+
 }  // namespace ringleader::cel
