@@ -127,6 +127,19 @@ class SidecarRun {
     options.token = config_.token;
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
     options.attempt = static_cast<std::uint32_t>(config_.attempt);
+    // The port is open to every Pod in the cluster, so the caps follow the world (issue 20).
+    // Every local rank of every Pod holds one connection, and at startup all of them may be in
+    // their handshake at once. Beyond that, a full handshake cap evicts the oldest handshake: a
+    // flood has to open kHandshakeSlack connections within one rank's handshake round trip to
+    // shut it out, and each handshake costs about 2.5 KB (docs/benchmarks.md). Welcomed
+    // connections get twice the world, for a rank that reconnects before its old connection's
+    // close is seen.
+    constexpr std::size_t kHandshakeSlack = 1024;
+    const std::size_t per_pod = static_cast<std::size_t>(
+        std::max({local_ranks_, config_.gpus_per_replica, 1}));
+    const std::size_t ranks = static_cast<std::size_t>(config_.world_size()) * per_pod;
+    options.max_unauthenticated_connections = ranks + kHandshakeSlack;
+    options.max_connections = 2 * ranks + options.max_unauthenticated_connections;
     options.on_refused = [this](std::string_view reason) { metrics_.CountRefusedConnection(reason); };
     server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
     Log("rendezvous store listening on port " + std::to_string(server_->port()));

@@ -1,3 +1,4 @@
+// The rendezvous wire protocol (protocol.h): framing, and each message's encoder and decoder.
 #include "sidecar/rendezvous/protocol.h"
 
 #include <algorithm>
@@ -172,6 +173,15 @@ Result<M> Fail(Reader& reader) {
   return Result<M>::Failure(reader.TakeError());
 }
 
+// Payloads up to this size are reserved whole once their header is read (see ParseHeader).
+constexpr std::size_t kReserveWholeBytes = 256;
+
+// What a string holds on the heap: nothing while its characters fit in the string itself.
+std::size_t HeapBytes(const std::string& s) {
+  static const std::size_t kInline = std::string().capacity();
+  return s.capacity() > kInline ? s.capacity() : 0;
+}
+
 std::string Hex32(std::uint32_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = "0x";
@@ -249,6 +259,17 @@ void FrameDecoder::ParseHeader() {
     return Fail(FrameErrorCode::kUnknownType,
                 "header.type: " + std::to_string(type) + " is not a known message type");
   }
+  if (only_type_ && type != static_cast<std::uint16_t>(*only_type_)) {
+    return Fail(FrameErrorCode::kUnexpectedType,
+                "header.type: expected " + std::string(MessageTypeName(*only_type_)) + ", got " +
+                    std::string(MessageTypeName(static_cast<MessageType>(type))));
+  }
+  if (only_type_ && length > std::min(only_max_payload_, max_payload_)) {
+    return Fail(FrameErrorCode::kPayloadTooLarge,
+                "header.length: " + std::to_string(length) + " exceeds " +
+                    std::to_string(std::min(only_max_payload_, max_payload_)) + " (a " +
+                    std::string(MessageTypeName(*only_type_)) + ")");
+  }
   if (length > max_payload_) {
     return Fail(FrameErrorCode::kPayloadTooLarge, "header.length: " + std::to_string(length) +
                                                       " exceeds " + std::to_string(max_payload_));
@@ -256,7 +277,35 @@ void FrameDecoder::ParseHeader() {
   type_ = static_cast<MessageType>(type);
   payload_length_ = length;
   payload_.clear();
+  // A small payload is reserved whole, so it is one allocation of its own size; a larger one
+  // grows only with the bytes that arrive, so a header alone cannot make the decoder allocate.
+  if (length <= kReserveWholeBytes) {
+    payload_.reserve(length);
+  }
   in_payload_ = true;
+}
+
+void FrameDecoder::ExpectOnly(MessageType type, std::size_t max_payload) {
+  only_type_ = type;
+  only_max_payload_ = max_payload;
+}
+
+void FrameDecoder::ExpectAny() { only_type_.reset(); }
+
+std::size_t FrameDecoder::BytesToFrameEnd() const {
+  if (in_payload_) {
+    return payload_length_ - payload_.size();
+  }
+  const std::size_t bound = only_type_ ? std::min(only_max_payload_, max_payload_) : max_payload_;
+  return kHeaderBytes - header_filled_ + bound;
+}
+
+std::size_t FrameDecoder::BufferedBytes() const {
+  std::size_t bytes = HeapBytes(payload_);
+  for (const Frame& frame : ready_) {
+    bytes += HeapBytes(frame.payload);
+  }
+  return bytes;
 }
 
 bool FrameDecoder::Feed(std::string_view data) {

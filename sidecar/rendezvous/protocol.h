@@ -26,7 +26,14 @@
 // Requests follow the Proof (a request before it is a protocol violation). A client need not
 // wait for the Welcome: the server handles frames in order, so requests sent in the Proof's
 // write run only once the Proof is accepted, and die unread with a refused connection. Requests
-// queued behind a pending Wait or Barrier run once it is answered. One reply each, in order:
+// queued behind a pending Wait or Barrier run once it is answered.
+// Before the Welcome the peer is unknown, so a server bounds each frame by the one handshake
+// message its state allows, from the header alone: a Hello (payload <= kHelloPayloadBytes)
+// before the Challenge, then a Proof (<= kProofBytes); any other type or a longer length is
+// refused before a payload byte is buffered. The server reads nothing past the Proof until it
+// has checked it, so requests pipelined behind the Proof wait in the peer's socket (held back by
+// TCP flow control, not by the server's memory) and are bounded as any request once the Welcome
+// is sent. One reply each, in order:
 //   Set         16  key bytes, value bytes                  -> Ok
 //   Get         17  key bytes                               -> Value | NotFound
 //   Wait        18  keys bytes[] (<= kMaxWaitKeys), timeout_ms u32  -> Ok | TimedOut
@@ -71,6 +78,7 @@ inline constexpr std::size_t kMaxTextBytes = 64 * 1024;
 inline constexpr std::size_t kMaxWaitKeys = 4096;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kProofBytes = 32;
+inline constexpr std::size_t kHelloPayloadBytes = 8;  // rank u32, world_size u32
 
 // The largest legal payload: CompareSet with a maximal key and two maximal values (Wait with
 // 4096 maximal keys would be larger, 16 MiB; such a Wait is refused by the frame bound).
@@ -152,6 +160,7 @@ enum class FrameErrorCode : std::uint8_t {
   kUnsupportedVersion,
   kUnknownType,
   kPayloadTooLarge,
+  kUnexpectedType,  // a known type other than the one ExpectOnly() allows
 };
 
 struct FrameError {
@@ -174,6 +183,21 @@ class FrameDecoder {
   // Set once failed.
   const std::optional<FrameError>& error() const { return error_; }
 
+  // From the next header on, only a frame of `type` with a payload of at most `max_payload`
+  // bytes (and within the constructor's bound) is accepted, checked from the header alone
+  // (kUnexpectedType, kPayloadTooLarge): the one handshake message a server waits for.
+  void ExpectOnly(MessageType type, std::size_t max_payload);
+  // From the next header on, any known type within the constructor's bound (the default).
+  void ExpectAny();
+
+  // The most bytes that can still belong to the frame in progress: the rest of its header, then
+  // its payload (taken at the bound while the header is incomplete). A reader that feeds no more
+  // than this cannot run past a frame of the size the header announces.
+  std::size_t BytesToFrameEnd() const;
+
+  // Heap bytes held: the frame in progress and complete frames not yet taken.
+  std::size_t BufferedBytes() const;
+
   // Bytes reserved for the frame in progress, to let tests show that a header announcing a huge
   // payload allocates nothing.
   std::size_t BufferCapacityForTest() const { return payload_.capacity(); }
@@ -183,6 +207,8 @@ class FrameDecoder {
   void ParseHeader();
 
   std::size_t max_payload_;
+  std::optional<MessageType> only_type_;  // set by ExpectOnly
+  std::size_t only_max_payload_ = 0;
   std::array<char, kHeaderBytes> header_{};
   std::size_t header_filled_ = 0;
   bool in_payload_ = false;

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <condition_variable>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -467,6 +468,26 @@ class StoreServer::Core {
     ++connected_ranks_[rank];
   }
 
+  // Connections in their handshake, oldest first; the position lets one leave in O(1).
+  using HandshakeEntry = std::list<Connection*>::iterator;
+  HandshakeEntry OnHandshakeStarted(Connection* connection) {
+    handshaking_.push_back(connection);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.unauthenticated = handshaking_.size();
+    return std::prev(handshaking_.end());
+  }
+  void OnHandshakeEnded(HandshakeEntry entry) {
+    handshaking_.erase(entry);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.unauthenticated = handshaking_.size();
+  }
+
+  void OnBufferedChanged(std::size_t before, std::size_t now) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.buffered_bytes = stats_.buffered_bytes - before + now;
+    stats_.peak_buffered_bytes = std::max(stats_.peak_buffered_bytes, stats_.buffered_bytes);
+  }
+
   void OnPendingChanged(bool started) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (started) {
@@ -505,6 +526,8 @@ class StoreServer::Core {
   Store store_;
   std::vector<char> read_buffer_;  // shared: a read is consumed before the next one starts
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
+  std::list<Connection*> handshaking_;  // not yet welcomed nor refused, in accept order
+  std::size_t closing_ = 0;  // refused or finishing, kept open to deliver their last bytes
 
   mutable std::mutex mutex_;  // guards stats_ and connected_ranks_, read from other threads
   mutable std::condition_variable rank_left_;  // a rank's last connection closed
@@ -529,6 +552,8 @@ class StoreServer::Core::Connection final : public Waiter,
     error_code ignored;
     socket_.set_option(tcp::no_delay(true), ignored);
     socket_.non_blocking(true, ignored);
+    handshake_entry_ = core_.OnHandshakeStarted(this);
+    decoder_.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
     ArmTimer(core_.options_.handshake_timeout, TimerPurpose::kHandshake);
     ArmRead();
   }
@@ -543,12 +568,24 @@ class StoreServer::Core::Connection final : public Waiter,
       core_.store_.Cancel(this);
       SetPending(false);
     }
-    state_ = State::kClosing;
-    queued_.clear();
+    SetState(State::kClosing);
+    // Nothing it sent will be read: give the memory back now rather than after the linger.
+    queued_ = std::deque<Frame>();
     queued_bytes_ = 0;
+    decoder_ = FrameDecoder(0);
     out_ += EncodeMessage(Refused{Truncated(std::move(text))});
+    if (core_.closing_ > core_.options_.max_unauthenticated_connections) {
+      // Past the linger budget (a flood): the Refused goes out only if the socket takes it now.
+      if (!write_in_flight_) {
+        error_code ignored;
+        socket_.write_some(asio::buffer(out_), ignored);
+      }
+      Close();
+      return;
+    }
     ArmTimer(kCloseLinger, TimerPurpose::kLinger);
     Flush();
+    Account();
   }
 
   // Immediate; the Core forgets this connection.
@@ -560,12 +597,13 @@ class StoreServer::Core::Connection final : public Waiter,
       core_.store_.Cancel(this);
       SetPending(false);
     }
-    state_ = State::kClosed;
+    SetState(State::kClosed);
     ++timer_generation_;
     timer_.cancel();
     error_code ignored;
     socket_.close(ignored);
     queued_.clear();
+    Account();
     core_.OnClosed(this, authenticated_ ? std::optional<std::uint32_t>(rank_) : std::nullopt);
   }
 
@@ -588,6 +626,40 @@ class StoreServer::Core::Connection final : public Waiter,
  private:
   enum class State : std::uint8_t { kAwaitHello, kAwaitProof, kReady, kClosing, kClosed };
   enum class TimerPurpose : std::uint8_t { kHandshake, kRequest, kLinger };
+
+  // Every state change goes through here: it keeps the Core's handshake list and closing count.
+  void SetState(State next) {
+    if (handshake_entry_ && next > State::kAwaitProof) {
+      core_.OnHandshakeEnded(*handshake_entry_);
+      handshake_entry_.reset();
+    }
+    if (next == State::kClosing && state_ != State::kClosing) {
+      ++core_.closing_;
+    } else if (state_ == State::kClosing && next != State::kClosing) {
+      --core_.closing_;
+    }
+    state_ = next;
+  }
+
+  bool InHandshake() const { return state_ <= State::kAwaitProof; }
+
+  // Heap bytes this connection holds (ServerStats::buffered_bytes).
+  std::size_t HeldBytes() const {
+    static const std::size_t kInline = std::string().capacity();
+    const auto heap = [](const std::string& s) {
+      return s.capacity() > kInline ? s.capacity() : std::size_t{0};
+    };
+    return decoder_.BufferedBytes() + queued_bytes_ + heap(out_) + heap(writing_);
+  }
+
+  // Brings the Core's total of buffered bytes up to date with this connection's.
+  void Account() {
+    const std::size_t held = state_ == State::kClosed ? 0 : HeldBytes();
+    if (held != accounted_bytes_) {
+      core_.OnBufferedChanged(accounted_bytes_, held);
+      accounted_bytes_ = held;
+    }
+  }
 
   void SetPending(bool pending) {
     if (pending != pending_) {
@@ -620,17 +692,19 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     Flush();
     ArmRead();
+    Account();
   }
 
   // A client that has closed its side gets the replies it is owed, then the close.
   void CloseAfterFlush() {
-    state_ = State::kClosing;
+    SetState(State::kClosing);
     if (!write_in_flight_ && out_.empty()) {
       Close();
       return;
     }
     ArmTimer(kCloseLinger, TimerPurpose::kLinger);
     Flush();
+    Account();
   }
 
   void ArmRead() {
@@ -665,8 +739,15 @@ class StoreServer::Core::Connection final : public Waiter,
     // Until a read comes back short, empty or at the end, the socket may hold more.
     unread_may_remain_ = true;
     for (int i = 0; i < kReadsPerEvent; ++i) {
+      // In the handshake, no byte past the frame the state expects is read: requests pipelined
+      // behind the Proof stay in the socket until the Proof is accepted (protocol.h).
+      const bool handshaking = InHandshake();
+      const std::size_t want = handshaking
+                                   ? std::min(decoder_.BytesToFrameEnd(), core_.read_buffer_.size())
+                                   : core_.read_buffer_.size();
       error_code read_ec;
-      const std::size_t n = socket_.read_some(asio::buffer(core_.read_buffer_), read_ec);
+      const std::size_t n =
+          socket_.read_some(asio::buffer(core_.read_buffer_.data(), want), read_ec);
       if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) {
         unread_may_remain_ = false;
         break;
@@ -686,24 +767,30 @@ class StoreServer::Core::Connection final : public Waiter,
         const FrameError& error = *decoder_.error();
         if (error.code == FrameErrorCode::kUnsupportedVersion) {
           Refuse(refusal::kUnsupportedVersion, "unsupported protocol version");
+        } else if (error.code == FrameErrorCode::kUnexpectedType) {
+          Refuse(refusal::kProtocolViolation, "protocol violation: " + error.message);
         } else {
           Refuse(refusal::kBadFrame, "bad frame: " + error.message);
         }
         return;
       }
+      bool got_frame = false;
       while (std::optional<Frame> frame = decoder_.Next()) {
         queued_bytes_ += kHeaderBytes + frame->payload.size();
         queued_.push_back(std::move(*frame));
+        got_frame = true;
       }
-      if (n < core_.read_buffer_.size()) {
+      if (n < want) {
         // Drained for now: later bytes raise a new edge, seen by the wait ArmRead arms next.
         unread_may_remain_ = false;
         break;
       }
-      if (OverBudget()) {
+      // A handshake frame is handled before reading on, since it decides what may follow.
+      if (OverBudget() || (handshaking && got_frame)) {
         break;
       }
     }
+    Account();
     Pump();
   }
 
@@ -747,7 +834,8 @@ class StoreServer::Core::Connection final : public Waiter,
       }
       rank_ = hello.value().rank;
       nonce_ = *nonce;
-      state_ = State::kAwaitProof;
+      SetState(State::kAwaitProof);
+      decoder_.ExpectOnly(MessageType::kProof, kProofBytes);
       out_ += EncodeMessage(Challenge{nonce_});
       return;
     }
@@ -762,7 +850,8 @@ class StoreServer::Core::Connection final : public Waiter,
     if (!VerifyProof(core_.options_.token, nonce_, rank_, proof.value().hmac)) {
       return Refuse(refusal::kAuthenticationFailed, "authentication failed");
     }
-    state_ = State::kReady;
+    SetState(State::kReady);
+    decoder_.ExpectAny();
     authenticated_ = true;
     ++timer_generation_;
     timer_.cancel();
@@ -893,6 +982,7 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     if (!out_.empty()) {
       Flush();
+      Account();
       return;
     }
     if (state_ == State::kClosing) {
@@ -902,6 +992,7 @@ class StoreServer::Core::Connection final : public Waiter,
       socket_.shutdown(tcp::socket::shutdown_send, ignored);
       draining_ = true;
       ArmRead();
+      Account();
       return;
     }
     Pump();  // the output may have been what paused us
@@ -927,6 +1018,8 @@ class StoreServer::Core::Connection final : public Waiter,
   bool pump_posted_ = false;
   bool authenticated_ = false;
   State state_ = State::kAwaitHello;
+  std::optional<HandshakeEntry> handshake_entry_;  // while in the Core's handshake list
+  std::size_t accounted_bytes_ = 0;  // this connection's share of ServerStats::buffered_bytes
   std::uint32_t rank_ = 0;
   Nonce nonce_{};
 };
@@ -938,7 +1031,13 @@ void StoreServer::Core::OnAccepted(tcp::socket socket) {
     ++stats_.accepted;
     ++stats_.open;
   }
-  const bool too_many = connections_.size() >= options_.max_connections;
+  // A full handshake cap makes room by evicting the oldest handshake (see ServerOptions).
+  if (!handshaking_.empty() && handshaking_.size() >= options_.max_unauthenticated_connections) {
+    const std::shared_ptr<Connection> oldest = connections_.at(handshaking_.front());
+    oldest->Refuse(refusal::kTooManyConnections, "too many connections");
+  }
+  const bool too_many = connections_.size() - closing_ >= options_.max_connections ||
+                        options_.max_unauthenticated_connections == 0;
   connections_.emplace(connection.get(), connection);
   connection->Start();
   if (too_many) {

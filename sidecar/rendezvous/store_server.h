@@ -38,8 +38,21 @@ struct ServerOptions {
   std::uint32_t attempt = 0;
   // From accept to Welcome; a client that has not finished the handshake by then is closed.
   std::chrono::milliseconds handshake_timeout{10'000};
+  // Bounds requests from a welcomed client; before the Welcome a frame may be only the
+  // handshake message its state allows (protocol.h).
   std::size_t max_frame_payload = kDefaultMaxPayload;
+  // Connections open at once, in their handshake or welcomed; a new one beyond is refused
+  // (too_many_connections). Refused connections still delivering their Refused do not count:
+  // they hold no buffers and go within a second, and a flood of them must not lock ranks out.
   std::size_t max_connections = 65'536;
+  // Connections open at once that have not been welcomed. At the cap a new connection evicts the
+  // oldest one still in its handshake, refused as too_many_connections (a retryable refusal).
+  // Refusing newcomers instead would let this many idle sockets lock every rank out; evicting
+  // the oldest means a flood must open this many connections during one rank's handshake (a
+  // round trip or two) to shut it out. Refused connections kept open to deliver their Refused are
+  // capped by the same number; past it a refusal closes at once. Each handshake holds at most one
+  // handshake frame and one reply (about 100 bytes of buffers, protocol.h).
+  std::size_t max_unauthenticated_connections = 65'536;
   // Per connection: reading pauses while more than this many reply bytes wait to be sent, or
   // this many request bytes wait behind a pending Wait or Barrier.
   std::size_t max_buffered_bytes = 4 * 1024 * 1024;
@@ -49,10 +62,14 @@ struct ServerOptions {
 };
 
 struct ServerStats {
-  std::uint64_t accepted = 0;       // connections accepted, ever
-  std::uint64_t authenticated = 0;  // connections that got Welcome, ever
-  std::uint64_t open = 0;           // connections open now
-  std::uint64_t pending = 0;        // Waits and Barriers waiting now
+  std::uint64_t accepted = 0;         // connections accepted, ever
+  std::uint64_t authenticated = 0;    // connections that got Welcome, ever
+  std::uint64_t open = 0;             // connections open now
+  std::uint64_t unauthenticated = 0;  // of those, the ones still in their handshake
+  std::uint64_t pending = 0;          // Waits and Barriers waiting now
+  // Heap bytes held for connections now: frames being received or queued, replies not yet sent.
+  std::uint64_t buffered_bytes = 0;
+  std::uint64_t peak_buffered_bytes = 0;  // the most buffered_bytes has been since the start
   std::map<std::string, std::uint64_t> refused_by_reason;  // keys are refusal:: reasons
 };
 

@@ -249,6 +249,69 @@ TEST(RendezvousProtocolTest, PayloadGrowsOnlyWithArrivedBytes) {
   EXPECT_LT(decoder.BufferCapacityForTest(), 4096u);
 }
 
+// The server's handshake bounds: before the Welcome only the expected message, at its size.
+TEST(RendezvousProtocolTest, ExpectOnlyRefusesAnotherTypeOrALongerPayloadFromTheHeader) {
+  const auto hello = static_cast<std::uint16_t>(MessageType::kHello);
+  const auto set = static_cast<std::uint16_t>(MessageType::kSet);
+  {
+    FrameDecoder decoder;
+    decoder.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
+    ASSERT_TRUE(decoder.Feed(EncodeMessage(Hello{1, 2})));
+    EXPECT_EQ(decoder.Next(), (Frame{MessageType::kHello, Hello{1, 2}.Encode()}));
+  }
+  {
+    FrameDecoder decoder;
+    decoder.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, hello, 2 * 1024 * 1024)));
+    EXPECT_EQ(decoder.error()->code, FrameErrorCode::kPayloadTooLarge);
+    EXPECT_EQ(decoder.error()->message, "header.length: 2097152 exceeds 8 (a Hello)");
+  }
+  {
+    FrameDecoder decoder;
+    decoder.ExpectOnly(MessageType::kProof, kProofBytes);
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, set, 16)));
+    EXPECT_EQ(decoder.error()->code, FrameErrorCode::kUnexpectedType);
+    EXPECT_EQ(decoder.error()->message, "header.type: expected Proof, got Set");
+  }
+  {
+    // Back to the constructor's bound once the handshake is done.
+    FrameDecoder decoder(1024);
+    decoder.ExpectOnly(MessageType::kProof, kProofBytes);
+    decoder.ExpectAny();
+    ASSERT_TRUE(decoder.Feed(Header(kMagic, 1, set, 1024) + std::string(1024, 'v')));
+    EXPECT_TRUE(decoder.Next().has_value());
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, set, 1025)));
+  }
+}
+
+TEST(RendezvousProtocolTest, BytesToFrameEndCountsTheRestOfTheHeaderAndThePayload) {
+  FrameDecoder decoder(1000);
+  decoder.ExpectOnly(MessageType::kProof, kProofBytes);
+  EXPECT_EQ(decoder.BytesToFrameEnd(), kHeaderBytes + kProofBytes);
+  const std::string proof = EncodeMessage(Proof{});
+  ASSERT_TRUE(decoder.Feed(proof.substr(0, 5)));
+  EXPECT_EQ(decoder.BytesToFrameEnd(), kHeaderBytes - 5 + kProofBytes);
+  ASSERT_TRUE(decoder.Feed(proof.substr(5, kHeaderBytes - 5 + 2)));
+  EXPECT_EQ(decoder.BytesToFrameEnd(), kProofBytes - 2);
+  ASSERT_TRUE(decoder.Feed(proof.substr(kHeaderBytes + 2)));
+  EXPECT_TRUE(decoder.Next().has_value());
+  decoder.ExpectAny();
+  EXPECT_EQ(decoder.BytesToFrameEnd(), kHeaderBytes + 1000);
+}
+
+TEST(RendezvousProtocolTest, BufferedBytesFollowsTheFrameInProgressAndIsEmptyAfterNext) {
+  FrameDecoder decoder;
+  EXPECT_EQ(decoder.BufferedBytes(), 0U);
+  const std::string set = EncodeMessage(Set{"key", std::string(1000, 'v')});
+  ASSERT_TRUE(decoder.Feed(set.substr(0, 600)));
+  EXPECT_GE(decoder.BufferedBytes(), 600U - kHeaderBytes);
+  EXPECT_LE(decoder.BufferedBytes(), 2 * 600U);
+  ASSERT_TRUE(decoder.Feed(set.substr(600)));
+  EXPECT_GE(decoder.BufferedBytes(), set.size() - kHeaderBytes);  // complete, not yet taken
+  ASSERT_TRUE(decoder.Next().has_value());
+  EXPECT_EQ(decoder.BufferedBytes(), 0U);
+}
+
 TEST(RendezvousProtocolTest, DecoderStaysFailed) {
   FrameDecoder decoder;
   const std::string good = EncodeMessage(Ok{});
