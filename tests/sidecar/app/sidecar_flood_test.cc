@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <fstream>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "sidecar/rendezvous/protocol.h"
+#include "tests/sidecar/app/exposition.h"
 #include "tests/sidecar/app/sidecar_world.h"
 #include "tests/support/http_fetch.h"
 #include "tests/support/test_environment.h"
@@ -61,17 +61,6 @@ int Connect(int port) {
     return -1;
   }
   return fd;
-}
-
-// The counter's value in a Prometheus text exposition, or nullopt.
-std::optional<double> Counter(const std::string& exposition, const std::string& series) {
-  const std::regex line("(^|\n)" + std::regex_replace(series, std::regex(R"([{}])"), R"(\$&)") +
-                        " ([0-9.e+]+)");
-  std::smatch match;
-  if (!std::regex_search(exposition, match, line)) {
-    return std::nullopt;
-  }
-  return std::stod(match[2]);
 }
 
 TEST(SidecarFloodTest, LargeHandshakeClaimsLeaveRankZerosMemoryAloneAndTheWorldForms) {
@@ -158,9 +147,9 @@ TEST(SidecarFloodTest, LargeHandshakeClaimsLeaveRankZerosMemoryAloneAndTheWorldF
                                "/metrics");
   ASSERT_TRUE(metrics.has_value());
   const std::string family = "ringleader_sidecar_refused_connections_total";
-  EXPECT_EQ(Counter(metrics->body, family + "{reason=\"bad_frame\"}"), kPeers / 2)
+  EXPECT_EQ(SeriesValue(metrics->body, family + "{reason=\"bad_frame\"}"), kPeers / 2)
       << metrics->body;
-  EXPECT_EQ(Counter(metrics->body, family + "{reason=\"protocol_violation\"}"), kPeers / 2);
+  EXPECT_EQ(SeriesValue(metrics->body, family + "{reason=\"protocol_violation\"}"), kPeers / 2);
 
   world.Start(1);
   const auto exits = world.WaitAll(seconds(60));

@@ -1,5 +1,6 @@
 // ringleader-sidecar as real processes on 127.0.0.1: Gloo worlds pass the preflight with exact
-// data, a missing, refused or killed rank is named by every survivor, and nothing hangs.
+// data and are judged against a bandwidth floor, a missing, refused or killed rank is named by
+// every survivor, and nothing hangs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -7,9 +8,12 @@
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 
+#include "sidecar/contract/contract.h"
+#include "tests/sidecar/app/exposition.h"
 #include "tests/sidecar/app/sidecar_world.h"
 #include "tests/support/http_fetch.h"
 
@@ -18,7 +22,29 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Scrapes `rank`'s /metrics until `series` reads at least `at_least`, `deadline` passes or the
+// rank exits; the last value read (nullopt when no scrape found the series).
+std::optional<double> WaitForSeriesAtLeast(SidecarWorld& world, int rank, const std::string& series,
+                                           double at_least,
+                                           std::chrono::steady_clock::time_point deadline) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(world.metrics_port(rank)) + "/metrics";
+  std::optional<double> value;
+  while (std::chrono::steady_clock::now() < deadline && world.process(rank).Running()) {
+    const auto metrics = HttpGet(url, milliseconds(500));
+    if (metrics) {
+      value = SeriesValue(metrics->body, series);
+      if (value.value_or(0) >= at_least) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+  return value;
+}
 
 class SidecarWorldSizeTest : public ::testing::TestWithParam<int> {};
 
@@ -96,11 +122,24 @@ TEST(SidecarProcessTest, PairwiseModeNamesTheSlowestEdge) {
 }
 
 TEST(SidecarProcessTest, ARankWithTheWrongTokenIsRefusedAndTheOthersNameIt) {
-  SidecarWorld world({.world_size = 3, .mode = "preflight", .rendezvous_timeout_seconds = 3});
+  // Rank 0 waits this long for rank 2 and serves /metrics meanwhile: time for rank 2 to start
+  // and be refused, and for the count to be scraped (3.5 s seen under ASan, four runs at once).
+  constexpr int kRendezvousSeconds = 5;
+  SidecarWorld world(
+      {.world_size = 3, .mode = "preflight", .rendezvous_timeout_seconds = kRendezvousSeconds});
+  const auto started = std::chrono::steady_clock::now();
   world.Start(0);
   world.Start(1);
   world.Start(2, std::string("not-the-job-token"));
-  const auto exits = world.WaitAll(seconds(3 + 5));
+  // Rank 0 counted the refusal before it gave up: read while it still waits for the world.
+  const std::optional<double> refused = WaitForSeriesAtLeast(
+      world, 0, "ringleader_sidecar_refused_connections_total{reason=\"authentication_failed\"}",
+      1, started + seconds(kRendezvousSeconds));
+  const std::string when = world.process(0).Running() ? "" : " (rank 0 had exited)";
+  ASSERT_TRUE(refused.has_value()) << "no scrape of rank 0 found the series" << when << "\n"
+                                   << world.AllLogs();
+  EXPECT_GE(*refused, 1) << when << "\n" << world.AllLogs();
+  const auto exits = world.WaitAll(seconds(kRendezvousSeconds + 5));
   ASSERT_TRUE(exits.at(2).has_value());
   EXPECT_EQ(exits.at(2)->exit_code, 1);
   EXPECT_THAT(world.Log(2), HasSubstr("authentication failed"));
@@ -109,7 +148,41 @@ TEST(SidecarProcessTest, ARankWithTheWrongTokenIsRefusedAndTheOthersNameIt) {
     EXPECT_EQ(exits.at(rank)->exit_code, 1);
     EXPECT_THAT(world.Log(rank), HasSubstr("rank 2 of 3 did not join"));
   }
-  // Rank 0 counted the refusal before it gave up.
+}
+
+// The all_reduce bus bandwidth floor, as the operator injects it.
+const std::string kFloorEnv(contract::env::kPreflightMinBusBandwidth);
+
+// 10 TB/s is far above what loopback gives: every rank fails the preflight on its own
+// measurement and says both numbers. A failed sidecar exits at once, before a scrape could see
+// its below_floor count; preflight_verdict_test covers which row counts.
+TEST(SidecarProcessTest, AFloorAboveTheFabricFailsEveryRankNamingFloorAndMeasurement) {
+  SidecarWorld world({.world_size = 2, .mode = "preflight", .env = {{kFloorEnv, "10T"}}});
+  world.StartAll();
+  const auto exits = world.WaitAll(seconds(60));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 1) << "rank " << rank << "\n" << world.AllLogs();
+    EXPECT_THAT(world.Log(rank),
+                ContainsRegex("preflight failed: all_reduce bus bandwidth [0-9]+\\.[0-9][0-9] GB/s "
+                              "at 64 KiB is below the floor 10000\\.00 GB/s; slowest rank [01]"))
+        << world.AllLogs();
+    EXPECT_THAT(world.Log(rank), Not(HasSubstr("preflight passed")));
+  }
+}
+
+// 100 kB/s is far below what loopback gives (9 to 18 MB/s seen at 64 KiB under ASan on a
+// loaded machine): the same sweep under a floor passes.
+TEST(SidecarProcessTest, AFloorBelowTheFabricPasses) {
+  SidecarWorld world({.world_size = 2, .mode = "preflight", .env = {{kFloorEnv, "100k"}}});
+  world.StartAll();
+  const auto exits = world.WaitAll(seconds(60));
+  for (const auto& [rank, exit] : exits) {
+    ASSERT_TRUE(exit.has_value()) << "rank " << rank << " still running\n" << world.AllLogs();
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << rank << "\n" << world.AllLogs();
+    EXPECT_THAT(world.Log(rank), Not(HasSubstr("below the floor"))) << world.AllLogs();
+  }
+  EXPECT_THAT(world.Log(0), HasSubstr("preflight passed: all_reduce bus bandwidth"));
 }
 
 // Kills `victim` once all ranks monitor; every survivor must exit non-zero naming it within

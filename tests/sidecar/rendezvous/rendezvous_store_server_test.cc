@@ -469,9 +469,9 @@ TEST(StoreServerTest, BadMagicIsRefusedAsABadFrame) {
   raw.Send(Header(0x12345678, kVersion, 1, 8) + std::string(8, '\0'));
   const std::vector<Message> got = raw.ReadUntilClosed();
   EXPECT_TRUE(raw.closed());
-  if (std::optional<std::string> reason = RefusalOf(got)) {
-    EXPECT_THAT(*reason, HasSubstr("magic"));
-  }
+  const std::optional<std::string> reason = RefusalOf(got);
+  ASSERT_TRUE(reason.has_value()) << "closed without a Refused naming the bad magic";
+  EXPECT_THAT(*reason, HasSubstr("magic"));
   EXPECT_EQ(RefusedFor(server, refusal::kBadFrame), 1U);
   ExpectStillServing(server, 1);
 }
