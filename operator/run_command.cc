@@ -131,6 +131,9 @@ int RunOperator(const std::vector<std::string>& args) {
     options.namespaces = config.namespaces;
     options.workers = config.workers;
     options.resync_period = config.resync_period;
+    options.liveness = {.reconcile_timeout = config.liveness_reconcile_timeout,
+                        .informer_timeout = config.liveness_informer_timeout,
+                        .queue_timeout = config.liveness_queue_timeout};
     options.identity = config.identity.empty() ? runtime::DefaultIdentity() : config.identity;
     auto summary_reader = runtime::MakeHttpSummaryReader();
     runtime::Controller controller(*client, options, logger, &metrics, summary_reader.get());
@@ -158,13 +161,16 @@ int RunOperator(const std::vector<std::string>& args) {
     std::unique_ptr<runtime::HealthServer> health;
     if (config.health_bind_address != "0") {
       const auto bind = runtime::ParseBindAddress(config.health_bind_address, "--health-probe-bind-address");
-      health = std::make_unique<runtime::HealthServer>(bind.host, bind.port, [&]() -> std::string {
-        // A standby is ready: it is up and can take over.
-        if (elector && !elector->IsLeader()) {
-          return "";
-        }
-        return controller.NotReadyReason();
-      });
+      health = std::make_unique<runtime::HealthServer>(
+          bind.host, bind.port,
+          [&]() -> std::string {
+            // A standby is ready: it is up and can take over.
+            if (elector && !elector->IsLeader()) {
+              return "";
+            }
+            return controller.NotReadyReason();
+          },
+          [&] { return controller.NotLiveReason(); });
     }
     logger.Info("starting", {{"identity", options.identity},
                              {"namespaces", config.namespaces},

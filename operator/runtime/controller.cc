@@ -65,22 +65,24 @@ std::string FreshToken() {
 
 api::Time Now() { return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()); }
 
-InformerOptions ChildInformer(kube::Resource resource, const std::vector<std::string>& namespaces,
+InformerOptions ChildInformer(kube::Resource resource, const ControllerOptions& controller,
                               void (*transform)(json&)) {
   // Only what the operator made: the label it puts on every child.
   InformerOptions options;
   options.resource = std::move(resource);
-  options.namespaces = namespaces;
+  options.namespaces = controller.namespaces;
+  options.watch_timeout_seconds = controller.watch_timeout_seconds;
   options.label_selector = std::string(planner::kManagedByLabel) + "=" + std::string(planner::kManagedByValue);
   options.transform = transform;
   options.index = OwnerIndex;
   return options;
 }
 
-InformerOptions JobInformer(const std::vector<std::string>& namespaces) {
+InformerOptions JobInformer(const ControllerOptions& controller) {
   InformerOptions options;
   options.resource = kube::TrainingJobs();
-  options.namespaces = namespaces;
+  options.namespaces = controller.namespaces;
+  options.watch_timeout_seconds = controller.watch_timeout_seconds;
   options.transform = TrimTrainingJob;
   return options;
 }
@@ -113,16 +115,18 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
                        OperatorMetrics* metrics, SummaryReader* summary_reader)
     : client_(client),
       options_(std::move(options)),
+      clock_(options_.clock != nullptr ? *options_.clock : kube::RealClock()),
       logger_(logger),
       metrics_(metrics),
       summary_reader_(summary_reader),
-      queue_(options_.queue),
+      queue_(options_.queue, clock_),
       applier_(client, expectations_, logger, metrics, options_.identity),
-      jobs_(client, JobInformer(options_.namespaces)),
-      pods_(client, ChildInformer(kube::Pods(), options_.namespaces, TrimPod)),
-      services_(client, ChildInformer(kube::Services(), options_.namespaces, TrimToOwnership)),
-      secrets_(client, ChildInformer(kube::Secrets(), options_.namespaces, TrimToOwnership)),
-      ledger_(options_.port_range) {
+      jobs_(client, JobInformer(options_)),
+      pods_(client, ChildInformer(kube::Pods(), options_, TrimPod)),
+      services_(client, ChildInformer(kube::Services(), options_, TrimToOwnership)),
+      secrets_(client, ChildInformer(kube::Secrets(), options_, TrimToOwnership)),
+      ledger_(options_.port_range),
+      liveness_(options_.liveness) {
   jobs_.AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
     if (after) {
       queue_.Add(ObjectKey(*after));
@@ -208,6 +212,30 @@ std::string Controller::NotReadyReason() const {
   return "caches are not synced yet";
 }
 
+std::string Controller::NotLiveReason() {
+  ProgressSnapshot snapshot;
+  snapshot.now = clock_.Now();
+  if (informers_started_.load()) {
+    for (const Informer* informer : {&jobs_, &pods_, &services_, &secrets_}) {
+      for (LoopProgress& loop : informer->Progress()) {
+        snapshot.loops.push_back(std::move(loop));
+      }
+    }
+  }
+  {
+    std::lock_guard lock(workers_mutex_);
+    snapshot.workers = workers_;
+  }
+  snapshot.oldest_due = queue_.OldestDue(snapshot.now);
+  return liveness_.Check(snapshot);
+}
+
+void Controller::SetWorker(std::size_t worker, const std::string& reconciling) {
+  const kube::Clock::TimePoint now = clock_.Now();
+  std::lock_guard lock(workers_mutex_);
+  workers_[worker] = {reconciling, now};
+}
+
 void Controller::RebuildLedger() {
   // Oldest first: if two jobs' status ever claimed the same ports, the older keeps them.
   std::vector<ObjectPtr> jobs = jobs_.List();
@@ -242,6 +270,7 @@ void Controller::Run(std::stop_token stop) {
   pods_.Start();
   services_.Start();
   secrets_.Start();
+  informers_started_ = true;
   while (!stop.stop_requested() &&
          !(jobs_.HasSynced() && pods_.HasSynced() && services_.HasSynced() && secrets_.HasSynced())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -252,10 +281,16 @@ void Controller::Run(std::stop_token stop) {
     for (const ObjectPtr& job : jobs_.List()) {
       queue_.Add(ObjectKey(*job));
     }
+    const auto worker_count = static_cast<std::size_t>(std::max(1, options_.workers));
+    {
+      const kube::Clock::TimePoint now = clock_.Now();
+      std::lock_guard lock(workers_mutex_);
+      workers_.assign(worker_count, {"", now});
+    }
     running_ = true;
     std::vector<std::jthread> workers;
-    for (int i = 0; i < std::max(1, options_.workers); ++i) {
-      workers.emplace_back([this, stop] { Work(stop); });
+    for (std::size_t i = 0; i < worker_count; ++i) {
+      workers.emplace_back([this, stop, i] { Work(stop, i); });
     }
     auto next_resync = std::chrono::steady_clock::now() + options_.resync_period;
     while (!stop.stop_requested()) {
@@ -270,16 +305,21 @@ void Controller::Run(std::stop_token stop) {
     }
     running_ = false;
     queue_.ShutDown();
+    workers.clear();  // joined
+    std::lock_guard lock(workers_mutex_);
+    workers_.clear();
   }
   queue_.ShutDown();
+  informers_started_ = false;
   jobs_.Stop();
   pods_.Stop();
   services_.Stop();
   secrets_.Stop();
 }
 
-void Controller::Work(std::stop_token stop) {
+void Controller::Work(std::stop_token stop, std::size_t worker) {
   while (auto item = queue_.Get(stop)) {
+    SetWorker(worker, item->key);
     if (metrics_ != nullptr) {
       metrics_->ObserveQueueWait(std::chrono::duration<double>(item->waited).count());
     }
@@ -299,6 +339,7 @@ void Controller::Work(std::stop_token stop) {
       metrics_->ObserveReconcile(result, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     queue_.Done(item->key);
+    SetWorker(worker, "");
   }
 }
 

@@ -19,6 +19,7 @@
 #include "operator/runtime/applier.h"
 #include "operator/runtime/expectations.h"
 #include "operator/runtime/informer.h"
+#include "operator/runtime/liveness.h"
 #include "operator/runtime/logger.h"
 #include "operator/runtime/summary_reader.h"
 #include "operator/runtime/work_queue.h"
@@ -37,6 +38,11 @@ struct ControllerOptions {
   std::chrono::seconds summary_interval{60};
   WorkQueueOptions queue;
   std::string identity = "ringleader-operator";  // reportingInstance of Events
+  LivenessOptions liveness;
+  // How long each informer watch stays open before it is reopened (its timeoutSeconds).
+  std::int64_t watch_timeout_seconds = 300;
+  // The work queue's delays and the liveness check's times; null: the real clock.
+  kube::Clock* clock = nullptr;
 };
 
 class Controller {
@@ -54,6 +60,9 @@ class Controller {
 
   // "" once the caches are synced and the workers run; the reason otherwise.
   std::string NotReadyReason() const;
+  // "" while the informers and workers keep moving, or while Run is not running (a standby);
+  // otherwise what is stuck (see LivenessCheck). Never waits for a worker or a cache.
+  std::string NotLiveReason();
 
   const WriteCounts& writes() const { return applier_.writes(); }
   std::size_t QueueDepth() const { return queue_.Depth() + queue_.Delayed() + queue_.Processing(); }
@@ -62,7 +71,8 @@ class Controller {
 
  private:
   void RebuildLedger();
-  void Work(std::stop_token stop);
+  void Work(std::stop_token stop, std::size_t worker);
+  void SetWorker(std::size_t worker, const std::string& reconciling);
   // One key; returns the result label for metrics.
   std::string Reconcile(const std::string& key);
   std::string ReconcileGone(const std::string& key);
@@ -77,6 +87,7 @@ class Controller {
 
   kube::Client& client_;
   const ControllerOptions options_;
+  kube::Clock& clock_;
   Logger& logger_;
   OperatorMetrics* metrics_;
   SummaryReader* summary_reader_;
@@ -98,6 +109,12 @@ class Controller {
   std::mutex summary_mutex_;
   std::map<std::string, std::pair<std::chrono::steady_clock::time_point,
                                   std::optional<api::CommunicationStatus>>> summaries_;
+
+  // What each worker is doing, for the liveness check; sized while the workers run.
+  std::mutex workers_mutex_;
+  std::vector<ProgressSnapshot::Worker> workers_;
+  LivenessCheck liveness_;
+  std::atomic<bool> informers_started_{false};
 
   std::atomic<bool> running_{false};
   std::atomic<std::int64_t> reconciles_{0};

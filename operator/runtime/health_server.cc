@@ -12,37 +12,48 @@ namespace {
 namespace http = web::http;
 using plain_http::Reply;
 
+// 200 "ok" when `check` finds nothing wrong, else 503 with what it found.
+void Answer(const http::http_request& request, const std::function<std::string()>& check,
+            const char* what) {
+  std::string reason;
+  if (check) {
+    try {
+      reason = check();
+    } catch (const std::exception& e) {
+      reason = std::string(what) + " check failed: " + e.what();
+    }
+  }
+  if (reason.empty()) {
+    Reply(request, http::status_codes::OK, "ok");
+  } else {
+    Reply(request, http::status_codes::ServiceUnavailable, reason);
+  }
+}
+
 }  // namespace
 
 struct HealthServer::Impl {
   std::function<std::string()> ready;
+  std::function<std::string()> live;
   std::unique_ptr<plain_http::Listener> listener;
 
   void Handle(const http::http_request& request) const {
     const std::string path = request.relative_uri().path();
     if (path == "/healthz") {
-      Reply(request, http::status_codes::OK, "ok");
+      Answer(request, live, "liveness");
     } else if (path == "/readyz") {
-      std::string reason;
-      try {
-        reason = ready();
-      } catch (const std::exception& e) {
-        reason = std::string("readiness check failed: ") + e.what();
-      }
-      if (reason.empty()) {
-        Reply(request, http::status_codes::OK, "ok");
-      } else {
-        Reply(request, http::status_codes::ServiceUnavailable, reason);
-      }
+      Answer(request, ready, "readiness");
     } else {
       Reply(request, http::status_codes::NotFound, "not found");
     }
   }
 };
 
-HealthServer::HealthServer(const std::string& host, int port, std::function<std::string()> ready)
+HealthServer::HealthServer(const std::string& host, int port, std::function<std::string()> ready,
+                           std::function<std::string()> live)
     : impl_(std::make_unique<Impl>()) {
   impl_->ready = std::move(ready);
+  impl_->live = std::move(live);
   const Impl* impl = impl_.get();
   impl_->listener = std::make_unique<plain_http::Listener>(
       "health server", host, port, [impl](const http::http_request& request) { impl->Handle(request); });

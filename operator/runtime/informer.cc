@@ -39,7 +39,17 @@ class Informer::NamespaceFeed final : public kube::ReflectorHandler {
       --owner_.unsynced_;
     }
   }
-  void OnEvent(const kube::WatchEvent& event) override { owner_.Apply(event); }
+  void OnEvent(const kube::WatchEvent& event) override {
+    owner_.Apply(event);
+    ++events_;
+  }
+
+  LoopProgress Progress() const {
+    const kube::Reflector::Stats stats = reflector_.stats();
+    return {owner_.options_.resource.plural + (ns_.empty() ? " in all namespaces" : " in namespace " + ns_),
+            static_cast<std::uint64_t>(stats.lists) + static_cast<std::uint64_t>(stats.watches) +
+                static_cast<std::uint64_t>(stats.errors) + events_.load()};
+  }
 
  private:
   static kube::ReflectorOptions ReflectorOptionsFor(const InformerOptions& options, const std::string& ns) {
@@ -57,6 +67,7 @@ class Informer::NamespaceFeed final : public kube::ReflectorHandler {
   const std::string ns_;
   kube::Reflector reflector_;
   bool synced_ = false;
+  std::atomic<std::uint64_t> events_{0};
   std::jthread thread_;
 };
 
@@ -88,6 +99,14 @@ void Informer::Stop() {
 }
 
 bool Informer::HasSynced() const { return !feeds_.empty() && unsynced_.load() == 0; }
+
+std::vector<LoopProgress> Informer::Progress() const {
+  std::vector<LoopProgress> progress;
+  for (const auto& feed : feeds_) {
+    progress.push_back(feed->Progress());
+  }
+  return progress;
+}
 
 ObjectPtr Informer::Get(const std::string& key) const {
   std::lock_guard lock(mutex_);

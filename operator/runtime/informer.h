@@ -20,6 +20,7 @@
 
 #include "operator/kube/client.h"
 #include "operator/kube/watch_loop.h"
+#include "operator/runtime/liveness.h"
 
 namespace ringleader::runtime {
 
@@ -58,6 +59,10 @@ class Informer {
   void Stop();
   // True once every namespace has been listed once.
   bool HasSynced() const;
+  // One entry per namespace loop ("pods in namespace ml", "pods in all namespaces") whose step
+  // count grows with every list, watch started, event and failed attempt. Empty before Start.
+  // Never waits for a handler or the cache.
+  std::vector<LoopProgress> Progress() const;
 
   ObjectPtr Get(const std::string& key) const;
   std::vector<ObjectPtr> List() const;

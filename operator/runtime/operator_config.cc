@@ -64,6 +64,10 @@ std::chrono::seconds Seconds(const std::string& text, const std::string& where) 
   return std::chrono::seconds(IntAtLeast(text, 1, "a whole number of seconds >= 1", where));
 }
 
+std::chrono::seconds SecondsOrOff(const std::string& text, const std::string& where) {
+  return std::chrono::seconds(IntAtLeast(text, 0, "a whole number of seconds >= 0", where));
+}
+
 bool Bool(const std::string& text, const std::string& where) {
   if (text == "true") {
     return true;
@@ -261,6 +265,27 @@ const std::vector<Setting>& Settings() {
          c.json_logs = text == "json";
        },
        [](const OperatorConfig& c) { return std::string(c.json_logs ? "json" : "text"); }},
+      {"liveness-reconcile-timeout", "livenessReconcileTimeout", kSecondsHelp,
+       "/healthz fails while a worker is in one reconcile longer than this; 0: off", Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.liveness_reconcile_timeout = SecondsOrOff(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.liveness_reconcile_timeout.count()); }},
+      {"liveness-informer-timeout", "livenessInformerTimeout", kSecondsHelp,
+       "/healthz fails when an informer has not listed, watched or retried for this long "
+       "(keep it above 330); 0: off",
+       Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.liveness_informer_timeout = SecondsOrOff(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.liveness_informer_timeout.count()); }},
+      {"liveness-queue-timeout", "livenessQueueTimeout", kSecondsHelp,
+       "/healthz fails when a job key has been due this long while a worker waited as long; 0: off",
+       Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.liveness_queue_timeout = SecondsOrOff(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.liveness_queue_timeout.count()); }},
   };
   return settings;
 }

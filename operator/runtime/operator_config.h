@@ -41,6 +41,10 @@ struct OperatorConfig {
   int kube_api_burst = 30;
   std::chrono::seconds resync_period{300};
   bool json_logs = true;  // JSON lines on stderr; false: plain text
+  // /healthz fails past these (0 turns a check off); see LivenessOptions.
+  std::chrono::seconds liveness_reconcile_timeout{600};
+  std::chrono::seconds liveness_informer_timeout{600};
+  std::chrono::seconds liveness_queue_timeout{60};
 };
 
 // Parses the arguments after `run`. Flags (each also accepted as --flag=value):
@@ -50,6 +54,8 @@ struct OperatorConfig {
 //   --identity NAME  --lease-duration SECONDS  --renew-deadline SECONDS  --retry-period SECONDS
 //   --metrics-bind-address ADDR  --health-probe-bind-address ADDR  --workers N
 //   --kube-api-qps Q  --kube-api-burst N  --resync-period SECONDS  --log-format json|text
+//   --liveness-reconcile-timeout SECONDS  --liveness-informer-timeout SECONDS
+//   --liveness-queue-timeout SECONDS  (0 turns that liveness check off)
 // The YAML file uses the flag names in camelCase (portRange, sidecarImage, namespaces: [a, b],
 // leaderElect, metricsBindAddress, ...); flags given on the command line win over the file.
 // Unknown flags or fields, missing values, bad numbers, renew-deadline >= lease-duration and

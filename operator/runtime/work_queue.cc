@@ -7,13 +7,20 @@
 
 namespace ringleader::runtime {
 
-WorkQueue::WorkQueue(WorkQueueOptions options, kube::Clock& clock, std::chrono::milliseconds poll)
-    : options_(options),
-      clock_(clock),
-      poll_(std::max(poll, std::chrono::milliseconds(1))),
-      bucket_(options.qps, options.burst, clock) {}
+WorkQueue::WorkQueue(WorkQueueOptions options, kube::Clock& clock)
+    : options_(options), clock_(clock), bucket_(options.qps, options.burst, clock) {
+  clock_.AddWaiter(*this);
+}
 
-WorkQueue::~WorkQueue() { ShutDown(); }
+WorkQueue::~WorkQueue() {
+  clock_.RemoveWaiter(*this);
+  ShutDown();
+}
+
+void WorkQueue::Wake() {
+  std::lock_guard lock(mutex_);
+  cv_.notify_all();
+}
 
 void WorkQueue::Add(const std::string& key) { AddAfter(key, kube::Clock::Duration::zero()); }
 
@@ -73,12 +80,13 @@ std::optional<WorkItem> WorkQueue::Get(std::stop_token stop) {
       processing_.insert(item.key);
       return item;
     }
-    // The due time is on clock_, which may be fake, so never wait longer than poll_.
-    auto wait = std::chrono::duration_cast<kube::Clock::Duration>(poll_);
-    if (!by_due_.empty()) {
-      wait = std::min(wait, by_due_.begin()->first - now);
+    // Until the next due time, or a notify: an Add, ShutDown, stop, or a fake clock's move
+    // (clock_'s time may not be real time; Wake() covers that).
+    if (by_due_.empty()) {
+      cv_.wait(lock);
+    } else {
+      cv_.wait_for(lock, by_due_.begin()->first - now);
     }
-    cv_.wait_for(lock, wait);
   }
 }
 
@@ -114,6 +122,18 @@ std::size_t WorkQueue::Delayed() const {
 std::size_t WorkQueue::Processing() const {
   std::lock_guard lock(mutex_);
   return processing_.size();
+}
+
+std::optional<kube::Clock::TimePoint> WorkQueue::OldestDue(kube::Clock::TimePoint now) const {
+  std::lock_guard lock(mutex_);
+  std::optional<kube::Clock::TimePoint> oldest;
+  for (const auto& [key, since] : ready_since_) {
+    oldest = oldest ? std::min(*oldest, since) : since;
+  }
+  if (!by_due_.empty() && by_due_.begin()->first <= now) {
+    oldest = oldest ? std::min(*oldest, by_due_.begin()->first) : by_due_.begin()->first;
+  }
+  return oldest;
 }
 
 void WorkQueue::AddAfterLocked(const std::string& key, kube::Clock::Duration delay,

@@ -37,12 +37,12 @@ struct WorkItem {
   std::chrono::steady_clock::duration waited{};
 };
 
-class WorkQueue {
+class WorkQueue final : private kube::Clock::Waiter {
  public:
-  // `clock` must outlive the queue. Delays are measured on it; Get's blocking wait uses real
-  // time but wakes at least every `poll` so a fake clock moved by a test is noticed.
-  explicit WorkQueue(WorkQueueOptions options = {}, kube::Clock& clock = kube::RealClock(),
-                     std::chrono::milliseconds poll = std::chrono::milliseconds(50));
+  // `clock` must outlive the queue. Delays are measured on it; a blocked Get sleeps in real time
+  // until the next due key (or an Add, ShutDown or stop), and is woken when a clock whose time
+  // jumps (a test's fake clock) moves.
+  explicit WorkQueue(WorkQueueOptions options = {}, kube::Clock& clock = kube::RealClock());
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
@@ -73,8 +73,12 @@ class WorkQueue {
   std::size_t Depth() const;    // keys ready and waiting for a worker
   std::size_t Delayed() const;  // keys waiting for their delay to run out
   std::size_t Processing() const;
+  // When the longest-waiting key that is due by `now` became due (added, or its delay ran out,
+  // even if no Get has noticed yet); nullopt when no key is due. For the liveness check.
+  std::optional<kube::Clock::TimePoint> OldestDue(kube::Clock::TimePoint now) const;
 
  private:
+  void Wake() override;  // the clock moved
   // Implementation's choice; keep it all behind mutex_.
   void AddAfterLocked(const std::string& key, kube::Clock::Duration delay,
                       kube::Clock::TimePoint now);
@@ -84,7 +88,6 @@ class WorkQueue {
 
   const WorkQueueOptions options_;
   kube::Clock& clock_;
-  const std::chrono::milliseconds poll_;
   kube::TokenBucketRateLimiter bucket_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;

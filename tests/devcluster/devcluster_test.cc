@@ -6,12 +6,15 @@
 // gtest first: cpprestsdk defines a U() macro that breaks gtest's templates.
 #include <gtest/gtest.h>
 
+#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 
 #include <boost/asio/ssl.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -79,6 +82,37 @@ class Client {
       if (!line.empty()) {
         events.push_back(json::parse(line));
       }
+    }
+    return events;
+  }
+
+  // A watch stream read line by line as it arrives, calling `on_first_event` once the first
+  // event is in; returns the events when the stream ends (cleanly or cut).
+  std::vector<json> WatchLive(const std::string& path, const std::function<void()>& on_first_event) {
+    http::http_request request(http::methods::GET);
+    request.set_request_uri(path);
+    request.headers().add("Authorization", "Bearer " + token_);
+    std::vector<json> events;
+    try {
+      http::http_response response = client_.request(request).get();
+      EXPECT_EQ(response.status_code(), 200);
+      concurrency::streams::istream body = response.body();
+      while (true) {
+        concurrency::streams::container_buffer<std::string> line;
+        body.read_line(line).get();
+        if (line.collection().empty()) {
+          if (body.is_eof()) {
+            break;
+          }
+          continue;
+        }
+        events.push_back(json::parse(line.collection()));
+        if (events.size() == 1) {
+          on_first_event();
+        }
+      }
+    } catch (const std::exception&) {
+      // cut: the events so far
     }
     return events;
   }
@@ -452,27 +486,32 @@ TEST_F(DevClusterTest, FaultInjectionConflictsErrorsAndCutWatches) {
   cluster_->faults().Reset();
   EXPECT_EQ(client_->Call("GET", base).code, 200);
 
-  std::thread cutter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    cluster_->faults().CutWatches();
-  });
+  // Cut once the watch has delivered "a" (so it is open), not after a guessed delay.
   const auto start = std::chrono::steady_clock::now();
-  std::vector<json> events = client_->Watch(base + "?watch=true&timeoutSeconds=20");
-  cutter.join();
+  std::vector<json> events =
+      client_->WatchLive(base + "?watch=true&timeoutSeconds=20", [&] { cluster_->faults().CutWatches(); });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(events.size(), 1u);
 }
 
 TEST_F(DevClusterTest, StopEndsOpenWatches) {
+  // A watch from "now" starts with the present objects: its first event says the stream is open.
+  ASSERT_EQ(client_->Call("POST", "/api/v1/namespaces/default/configmaps", ConfigMap("present", "1")).code, 201);
+  std::promise<void> opened;
+  std::vector<json> events;
   std::thread watcher([&] {
     Client own(*cluster_);
-    own.Watch("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=60");
+    events = own.WatchLive("/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=60",
+                           [&] { opened.set_value(); });
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const bool open = opened.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready;
   const auto start = std::chrono::steady_clock::now();
   cluster_->Stop();
   watcher.join();
+  ASSERT_TRUE(open) << "the watch never delivered its first event";
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0]["object"]["metadata"]["name"], "present");
 }
 
 }  // namespace

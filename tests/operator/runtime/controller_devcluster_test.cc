@@ -2,9 +2,14 @@
 // Service, Secret and Pods appear with the exact contract; its ports reach status before any
 // Pod exists; Pod phases driven here as a kubelet would move it to Running and Succeeded; a
 // failed Pod restarts the gang; backoffLimit ends it; suspend/resume; deletion frees its ports;
-// hostile objects are reported and the operator keeps running.
+// hostile objects are reported and the operator keeps running; /healthz names a wedged
+// reconcile or informer and an idle operator stays live.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
+
+// After gtest: cpprestsdk defines a U() macro that clashes with gtest's template parameters.
+#include <cpprest/http_client.h>
 
 #include <atomic>
 #include <chrono>
@@ -20,9 +25,11 @@
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "operator/runtime/controller.h"
+#include "operator/runtime/health_server.h"
 #include "operator/runtime/operator_metrics.h"
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/operator/kube/fake_clock.h"
 
 namespace ringleader::runtime {
 namespace {
@@ -74,6 +81,141 @@ bool ConditionTrue(const json& job, const std::string& type) {
   return condition != nullptr && condition->value("status", "") == "True";
 }
 
+// The operator's client, counting the watches each resource's informer starts, and able to hold
+// every Pod create (a wedged reconcile) or one resource's watches (a wedged informer) until
+// released. WaitFor re-checks its condition after every call the operator makes.
+class RecordingClient final : public kube::Client {
+ public:
+  explicit RecordingClient(std::unique_ptr<kube::Client> inner) : inner_(std::move(inner)) {}
+
+  void HoldPodCreates() {
+    std::lock_guard lock(mutex_);
+    hold_pod_creates_ = true;
+  }
+  void HoldWatchesOf(const std::string& plural) {
+    std::lock_guard lock(mutex_);
+    held_watches_of_ = plural;
+  }
+  void ReleaseAll() {
+    std::lock_guard lock(mutex_);
+    hold_pod_creates_ = false;
+    held_watches_of_.clear();
+    changed_.notify_all();
+  }
+  int PodCreatesHeld() {
+    std::lock_guard lock(mutex_);
+    return pod_creates_held_;
+  }
+  std::map<std::string, int> WatchesStarted() {
+    std::lock_guard lock(mutex_);
+    return watches_started_;
+  }
+
+  // Waits until `condition` holds, checking it again after each call the operator makes.
+  bool WaitFor(const std::function<bool()>& condition, seconds timeout = seconds(30)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::unique_lock lock(mutex_);
+    while (true) {
+      const std::uint64_t calls = calls_;
+      lock.unlock();
+      if (condition()) {
+        return true;
+      }
+      lock.lock();
+      if (!changed_.wait_until(lock, deadline, [&] { return calls_ != calls; })) {
+        return false;
+      }
+    }
+  }
+
+  json Get(const kube::Resource& resource, const std::string& ns, const std::string& name) override {
+    Record();
+    return inner_->Get(resource, ns, name);
+  }
+  kube::ListResult List(const kube::Resource& resource, const std::string& ns,
+                        const kube::ListOptions& options) override {
+    Record();
+    return inner_->List(resource, ns, options);
+  }
+  json Create(const kube::Resource& resource, const std::string& ns, const json& object) override {
+    if (resource == kube::Pods()) {
+      std::unique_lock lock(mutex_);
+      if (hold_pod_creates_) {
+        ++pod_creates_held_;
+        ++calls_;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return !hold_pod_creates_; });
+      }
+    }
+    Record();
+    return inner_->Create(resource, ns, object);
+  }
+  json Update(const kube::Resource& resource, const std::string& ns, const json& object) override {
+    Record();
+    return inner_->Update(resource, ns, object);
+  }
+  json UpdateStatus(const kube::Resource& resource, const std::string& ns, const json& object) override {
+    Record();
+    return inner_->UpdateStatus(resource, ns, object);
+  }
+  json Patch(const kube::Resource& resource, const std::string& ns, const std::string& name,
+             kube::PatchType type, const json& patch) override {
+    Record();
+    return inner_->Patch(resource, ns, name, type, patch);
+  }
+  json PatchStatus(const kube::Resource& resource, const std::string& ns, const std::string& name,
+                   kube::PatchType type, const json& patch) override {
+    Record();
+    return inner_->PatchStatus(resource, ns, name, type, patch);
+  }
+  json Delete(const kube::Resource& resource, const std::string& ns, const std::string& name,
+              const kube::DeleteOptions& options) override {
+    Record();
+    return inner_->Delete(resource, ns, name, options);
+  }
+  kube::WatchEnd Watch(const kube::Resource& resource, const std::string& ns,
+                       const kube::WatchOptions& options, const kube::WatchCallback& callback,
+                       std::stop_token stop) override {
+    {
+      std::unique_lock lock(mutex_);
+      ++watches_started_[resource.plural];
+      ++calls_;
+      changed_.notify_all();
+      if (!changed_.wait(lock, stop, [&] { return held_watches_of_ != resource.plural; })) {
+        return kube::WatchEnd::kStopped;  // held until the informer stopped
+      }
+    }
+    return inner_->Watch(resource, ns, options, callback, stop);
+  }
+
+ private:
+  void Record() {
+    std::lock_guard lock(mutex_);
+    ++calls_;
+    changed_.notify_all();
+  }
+
+  std::unique_ptr<kube::Client> inner_;
+  std::mutex mutex_;
+  std::condition_variable_any changed_;  // any: a held watch also ends on its stop token
+  std::uint64_t calls_ = 0;
+  bool hold_pod_creates_ = false;
+  int pod_creates_held_ = 0;
+  std::string held_watches_of_;
+  std::map<std::string, int> watches_started_;
+};
+
+struct HttpAnswer {
+  int code = 0;
+  std::string body;
+};
+
+HttpAnswer Healthz(const HealthServer& server) {
+  web::http::client::http_client client("http://127.0.0.1:" + std::to_string(server.port()));
+  const web::http::http_response response = client.request(web::http::methods::GET, "/healthz").get();
+  return {response.status_code(), response.extract_string(true).get()};
+}
+
 class ControllerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -86,7 +228,8 @@ class ControllerTest : public ::testing::Test {
                     yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
   }
 
-  void StartController(ports::PortRange range = {61000, 61099}, std::vector<std::string> namespaces = {}) {
+  void StartController(ports::PortRange range = {61000, 61099}, std::vector<std::string> namespaces = {},
+                       const std::function<void(ControllerOptions&)>& adjust = nullptr) {
     ControllerOptions options;
     options.namespaces = std::move(namespaces);
     options.port_range = range;
@@ -95,15 +238,60 @@ class ControllerTest : public ::testing::Test {
     options.workers = 2;
     options.queue.base_delay = milliseconds(5);
     options.queue.max_delay = milliseconds(500);
-    kube::ClientOptions client_options;
-    client_options.qps = 0;
-    operator_client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
+    if (adjust) {
+      adjust(options);
+    }
+    if (!operator_client_) {
+      operator_client_ = OperatorClient();
+    }
     metrics_ = std::make_unique<OperatorMetrics>(registry_);
     controller_ = std::make_unique<Controller>(*operator_client_, options, logger_, metrics_.get(), nullptr);
     thread_ = std::jthread([this](std::stop_token stop) { controller_->Run(stop); });
   }
 
+  std::unique_ptr<kube::Client> OperatorClient() {
+    kube::ClientOptions client_options;
+    client_options.qps = 0;
+    return kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
+  }
+
+  // Makes the next StartController's client a RecordingClient, returned to set its holds.
+  RecordingClient& RecordOperatorCalls() {
+    auto recording = std::make_unique<RecordingClient>(OperatorClient());
+    recording_ = recording.get();
+    operator_client_ = std::move(recording);
+    return *recording_;
+  }
+
+  // The controller on clock_ with a health server, its watches reopened every second so that
+  // informers that work keep stepping while the test moves the clock.
+  void StartLiveController(LivenessOptions liveness) {
+    StartController({61000, 61099}, {}, [&](ControllerOptions& options) {
+      options.clock = &clock_;
+      options.liveness = liveness;
+      options.watch_timeout_seconds = 1;
+    });
+    health_ = std::make_unique<HealthServer>("127.0.0.1", 0, [this] { return controller_->NotReadyReason(); },
+                                             [this] { return controller_->NotLiveReason(); });
+  }
+
+  // Waits until every informer has opened a watch since `before` (RecordingClient::WatchesStarted).
+  bool WaitForNewWatches(const std::map<std::string, int>& before, const std::vector<std::string>& plurals) {
+    return recording_->WaitFor([&] {
+      const std::map<std::string, int> now = recording_->WatchesStarted();
+      return std::all_of(plurals.begin(), plurals.end(), [&](const std::string& plural) {
+        const auto was = before.find(plural);
+        const auto is = now.find(plural);
+        return is != now.end() && (was == before.end() || is->second > was->second);
+      });
+    });
+  }
+
   void TearDown() override {
+    if (recording_ != nullptr) {
+      recording_->ReleaseAll();  // a held Pod create would keep a worker from stopping
+    }
+    health_.reset();
     thread_.request_stop();
     if (thread_.joinable()) {
       thread_.join();
@@ -179,7 +367,10 @@ class ControllerTest : public ::testing::Test {
   Logger logger_{LogFormat::kJson, &log_stream_};
   prometheus::Registry registry_;
   std::unique_ptr<OperatorMetrics> metrics_;
+  kube::testing::FakeClock clock_;          // only with StartLiveController
+  RecordingClient* recording_ = nullptr;     // only with RecordOperatorCalls; operator_client_
   std::unique_ptr<Controller> controller_;
+  std::unique_ptr<HealthServer> health_;     // only with StartLiveController
   std::jthread thread_;
 };
 
@@ -477,6 +668,69 @@ TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
   }
   EXPECT_EQ(ports.size(), static_cast<std::size_t>(kJobs));
   EXPECT_EQ(all_pods().size(), static_cast<std::size_t>(kJobs * kReplicas)) << "no Pod created twice";
+}
+
+// Regression: /healthz answered "ok" while a worker was wedged in a reconcile.
+TEST_F(ControllerTest, HealthzNamesAReconcileStuckPastTheLimitAndRecoversWhenItEnds) {
+  RecordingClient& recording = RecordOperatorCalls();
+  recording.HoldPodCreates();
+  // Only the reconcile limit is in play: the informers' quiet spells on the moved clock and the
+  // other worker's wait do not count here.
+  StartLiveController({.reconcile_timeout = seconds(600), .informer_timeout = seconds(0),
+                       .queue_timeout = seconds(0)});
+  client_->Create(kube::TrainingJobs(), "default", Job("wedged", 2));
+  ASSERT_TRUE(recording.WaitFor([&] { return recording.PodCreatesHeld() == 1; }));
+
+  HttpAnswer answer = Healthz(*health_);
+  EXPECT_EQ(answer.code, 200) << answer.body;
+  clock_.Advance(seconds(600));
+  answer = Healthz(*health_);
+  EXPECT_EQ(answer.code, 200) << "at the limit exactly: " << answer.body;
+  clock_.Advance(seconds(1));
+  answer = Healthz(*health_);
+  EXPECT_EQ(answer.code, 503);
+  EXPECT_THAT(answer.body, ::testing::MatchesRegex("worker [12] has been reconciling default/wedged for 601s "
+                                                   "\\(--liveness-reconcile-timeout 600s\\)"));
+
+  recording.ReleaseAll();
+  // Checked again after each call the operator makes (its watches reopen every second).
+  EXPECT_TRUE(recording.WaitFor([&] { return Healthz(*health_).code == 200; })) << Healthz(*health_).body;
+  EXPECT_EQ(Pods("wedged").size(), 2u);
+}
+
+// An idle queue and idle workers are progress, and so are quiet watches that keep reopening.
+TEST_F(ControllerTest, AnIdleOperatorStaysLiveLongPastEveryLimit) {
+  RecordingClient& recording = RecordOperatorCalls();
+  StartLiveController({.reconcile_timeout = seconds(60), .informer_timeout = seconds(600),
+                       .queue_timeout = seconds(60)});
+  ASSERT_TRUE(recording.WaitFor([&] { return controller_->NotReadyReason().empty(); }));
+  HttpAnswer answer = Healthz(*health_);
+  ASSERT_EQ(answer.code, 200) << answer.body;
+  // 1500 s in all, past every limit; each informer reopens its watch between two moves.
+  for (int step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(WaitForNewWatches(recording.WatchesStarted(), {"trainingjobs", "pods", "services", "secrets"}));
+    clock_.Advance(seconds(500));
+    answer = Healthz(*health_);
+    EXPECT_EQ(answer.code, 200) << "after " << 500 * step << " s: " << answer.body;
+  }
+}
+
+TEST_F(ControllerTest, HealthzNamesAnInformerWhoseWatchNeverReturns) {
+  RecordingClient& recording = RecordOperatorCalls();
+  recording.HoldWatchesOf("secrets");  // listed, then its first watch never returns
+  StartLiveController({.reconcile_timeout = seconds(60), .informer_timeout = seconds(600),
+                       .queue_timeout = seconds(60)});
+  ASSERT_TRUE(recording.WaitFor([&] { return controller_->NotReadyReason().empty(); }));
+  ASSERT_EQ(Healthz(*health_).code, 200);
+  for (int step = 1; step <= 2; ++step) {
+    ASSERT_TRUE(WaitForNewWatches(recording.WatchesStarted(), {"trainingjobs", "pods", "services"}));
+    clock_.Advance(seconds(500));
+  }
+  const HttpAnswer answer = Healthz(*health_);
+  EXPECT_EQ(answer.code, 503);
+  EXPECT_EQ(answer.body, "the informer for secrets in all namespaces has not listed, watched or retried "
+                         "for 1000s (--liveness-informer-timeout 600s)");
+  EXPECT_EQ(recording.WatchesStarted()["secrets"], 1);
 }
 
 }  // namespace

@@ -61,12 +61,37 @@ TEST(HealthServerTest, PortZeroPicksAFreePort) {
   EXPECT_EQ(Get(server.port(), "/healthz").code, 200);
 }
 
-TEST(HealthServerTest, HealthzIsOkEvenWhileNotReady) {
+TEST(HealthServerTest, HealthzIsOkWithoutALivenessCallbackEvenWhileNotReady) {
   Readiness readiness;
   HealthServer server("127.0.0.1", 0, [&readiness] { return readiness(); });
   const Answer answer = Get(server.port(), "/healthz");
   EXPECT_EQ(answer.code, 200);
   EXPECT_EQ(answer.body, "ok");
+}
+
+// Regression: /healthz answered "ok" whatever state the controller was in.
+TEST(HealthServerTest, HealthzFollowsTheLivenessCallbackWithTheReasonOn503) {
+  Readiness readiness;
+  readiness.Set("");
+  Readiness liveness;
+  liveness.Set("worker 1 has been reconciling default/a for 601s");
+  HealthServer server("127.0.0.1", 0, [&readiness] { return readiness(); },
+                      [&liveness] { return liveness(); });
+
+  Answer answer = Get(server.port(), "/healthz");
+  EXPECT_EQ(answer.code, 503);
+  EXPECT_EQ(answer.body, "worker 1 has been reconciling default/a for 601s");
+  EXPECT_EQ(Get(server.port(), "/readyz").code, 200) << "readiness is its own callback";
+
+  liveness.Set("");
+  answer = Get(server.port(), "/healthz");
+  EXPECT_EQ(answer.code, 200);
+  EXPECT_EQ(answer.body, "ok");
+
+  liveness.Set("", true);
+  answer = Get(server.port(), "/healthz");
+  EXPECT_EQ(answer.code, 503);
+  EXPECT_EQ(answer.body, "liveness check failed: cache exploded");
 }
 
 TEST(HealthServerTest, ReadyzFollowsTheCallbackWithTheReasonOn503) {

@@ -1,6 +1,7 @@
 // Leader election against the in-process API server (devcluster), on the real clock with short
 // durations: acquire, one leader of two, release and fast handover, stepping down when renewals
 // fail or the Lease is taken, and taking over a crashed holder only after the lease duration.
+// Tests wait on conditions, checked again at each change of the Lease or of a candidate.
 #include "operator/runtime/leader_election.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/operator/runtime/cluster_watch.h"
 
 namespace ringleader::runtime {
 namespace {
@@ -33,18 +35,6 @@ std::filesystem::path MakeTempDir() {
              ("ringleader-election-it-" + std::to_string(rd()) + std::to_string(rd()));
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-// Polls `predicate` until it holds or `timeout` passes; true when it held.
-bool Eventually(const std::function<bool()>& predicate, Steady::duration timeout = seconds(30)) {
-  const auto deadline = Steady::now() + timeout;
-  while (!predicate()) {
-    if (Steady::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
 }
 
 bool IsMicroTime(const json& value) {
@@ -63,25 +53,29 @@ LeaderElectionOptions Fast(const std::string& identity) {
 }
 
 // One replica: its own client, an elector running on its own thread, and a leading callback
-// that records when it starts and when its stop token is requested.
+// that records when it starts and when its stop token is requested, calling `changed` after
+// each of those.
 class Candidate {
  public:
-  Candidate(std::unique_ptr<kube::Client> client, LeaderElectionOptions options)
-      : client_(std::move(client)), elector_(*client_, std::move(options)) {}
+  Candidate(std::unique_ptr<kube::Client> client, LeaderElectionOptions options, std::function<void()> changed)
+      : client_(std::move(client)), elector_(*client_, std::move(options)), changed_(std::move(changed)) {}
 
   void Start() {
     thread_ = std::jthread([this](std::stop_token stop) {
       elector_.Run(stop, [this](std::stop_token leading) {
         ++started_;
         active_ = true;
+        changed_();
         std::mutex mutex;
         std::condition_variable_any cv;
         std::unique_lock lock(mutex);
         cv.wait(lock, leading, [] { return false; });
         active_ = false;
         ++ended_;
+        changed_();
       });
       returned_ = true;
+      changed_();
     });
   }
   void Stop() { thread_.request_stop(); }
@@ -96,6 +90,7 @@ class Candidate {
  private:
   std::unique_ptr<kube::Client> client_;
   LeaderElector elector_;
+  std::function<void()> changed_;
   std::atomic<int> started_{0};
   std::atomic<int> ended_{0};
   std::atomic<bool> active_{false};
@@ -110,10 +105,12 @@ class LeaderElectionTest : public ::testing::Test {
     cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string()});
     config_ = kube::LoadKubeconfig(cluster_->kubeconfig_path());
     observer_ = NewClient();
+    lease_watch_ = std::make_unique<testing::ClusterWatch>(*observer_, std::vector{kube::Leases()}, "default");
   }
   void TearDown() override {
     cluster_->faults().Reset();
     candidates_.clear();
+    lease_watch_.reset();
     observer_.reset();
     cluster_->Stop();
     std::error_code ec;
@@ -131,16 +128,24 @@ class LeaderElectionTest : public ::testing::Test {
   }
 
   Candidate& AddCandidate(LeaderElectionOptions options) {
-    candidates_.push_back(std::make_unique<Candidate>(NewClient(), std::move(options)));
+    candidates_.push_back(std::make_unique<Candidate>(NewClient(), std::move(options),
+                                                      [this] { lease_watch_->Notify(); }));
     return *candidates_.back();
   }
 
   json Lease() { return observer_->Get(kube::Leases(), "default", "ringleader-test"); }
 
+  // Waits until `condition` holds, checking it again at each change of the Lease or of a
+  // candidate; true when it held within `timeout`.
+  bool Eventually(const std::function<bool()>& condition, Steady::duration timeout = seconds(30)) {
+    return lease_watch_->WaitFor(condition, std::chrono::duration_cast<milliseconds>(timeout));
+  }
+
   std::filesystem::path dir_;
   std::unique_ptr<devcluster::DevCluster> cluster_;
   kube::Config config_;
   std::unique_ptr<kube::Client> observer_;
+  std::unique_ptr<testing::ClusterWatch> lease_watch_;  // through observer_
   std::vector<std::unique_ptr<Candidate>> candidates_;
 };
 
@@ -203,13 +208,27 @@ TEST_F(LeaderElectionTest, OfTwoCandidatesExactlyOneLeads) {
   Candidate& leader = a.active() ? a : b;
   Candidate& standby = a.active() ? b : a;
 
-  // Well past the lease duration: the standby keeps seeing renewals and never takes over.
-  const auto until = Steady::now() + seconds(4);
-  while (Steady::now() < until) {
-    ASSERT_FALSE(a.active() && b.active()) << "two leaders";
-    ASSERT_FALSE(standby.elector().IsLeader());
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  // Well past the lease duration: the standby keeps seeing renewals and never takes over. Twenty
+  // renewals a retry period (200 ms) apart span at least 3.8 s; each state is checked as the
+  // Lease changes.
+  const auto standby_since = Steady::now();
+  json renewed_at = Lease()["spec"]["renewTime"];
+  int renewals = 0;
+  bool two_leaders = false;
+  bool standby_led = false;
+  ASSERT_TRUE(Eventually([&] {
+    two_leaders = two_leaders || (a.active() && b.active());
+    standby_led = standby_led || standby.elector().IsLeader();
+    const json renew_time = Lease()["spec"]["renewTime"];
+    if (renew_time != renewed_at) {
+      renewed_at = renew_time;
+      ++renewals;
+    }
+    return renewals >= 20;
+  }));
+  EXPECT_GE(Steady::now() - standby_since, seconds(3)) << "the lease duration";
+  EXPECT_FALSE(two_leaders);
+  EXPECT_FALSE(standby_led);
   EXPECT_EQ(leader.started(), 1);
   EXPECT_EQ(leader.ended(), 0);
   EXPECT_EQ(standby.started(), 0);
@@ -230,6 +249,7 @@ TEST_F(LeaderElectionTest, RunReleasesTheLeaseWhenTheLeadingCallbackReturnsByIts
   std::jthread run([&](std::stop_token stop) {
     elector.Run(stop, [&](std::stop_token) { ++calls; });
     returned = true;
+    lease_watch_->Notify();
   });
   ASSERT_TRUE(Eventually([&] { return returned.load(); }));
   EXPECT_EQ(calls.load(), 1);
@@ -288,20 +308,22 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsTakenOverStepsDown) {
   a.Start();
   ASSERT_TRUE(Eventually([&] { return a.active(); }));
 
-  // Another writer puts itself in as holder (guarded by resourceVersion, retried on conflict).
-  ASSERT_TRUE(Eventually([&] {
+  // Another writer puts itself in as holder (guarded by resourceVersion, retried at once on a
+  // conflict with a renewal).
+  bool written = false;
+  for (int attempt = 0; attempt < 50 && !written; ++attempt) {
     json lease = Lease();
     lease["spec"]["holderIdentity"] = "intruder";
     try {
       observer_->Update(kube::Leases(), "default", lease);
-      return true;
+      written = true;
     } catch (const kube::ApiError& e) {
       if (!kube::IsConflict(e)) {
         throw;
       }
-      return false;
     }
-  }));
+  }
+  ASSERT_TRUE(written);
   ASSERT_TRUE(Eventually([&] { return a.returned(); })) << "Run kept going without the Lease";
   EXPECT_EQ(a.ended(), 1);
   EXPECT_FALSE(a.elector().IsLeader());

@@ -48,6 +48,9 @@ TEST(OperatorConfigTest, NoArgumentsGiveTheDocumentedDefaults) {
   EXPECT_EQ(config.health_bind_address, ":8081");
   EXPECT_EQ(config.workers, 4);
   EXPECT_TRUE(config.json_logs);
+  EXPECT_EQ(config.liveness_reconcile_timeout, std::chrono::seconds(600));
+  EXPECT_EQ(config.liveness_informer_timeout, std::chrono::seconds(600));
+  EXPECT_EQ(config.liveness_queue_timeout, std::chrono::seconds(60));
 }
 
 TEST(OperatorConfigTest, ReadsEveryFlag) {
@@ -58,7 +61,9 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
       "ops", "--leader-election-id", "rl-lock", "--identity", "replica-1", "--lease-duration", "30",
       "--renew-deadline", "20", "--retry-period", "5", "--metrics-bind-address", "127.0.0.1:9090",
       "--health-probe-bind-address", ":9091", "--workers", "8", "--kube-api-qps", "12.5",
-      "--kube-api-burst", "40", "--resync-period", "600", "--log-format", "text"});
+      "--kube-api-burst", "40", "--resync-period", "600", "--log-format", "text",
+      "--liveness-reconcile-timeout", "900", "--liveness-informer-timeout", "0",
+      "--liveness-queue-timeout", "30"});
   EXPECT_EQ(config.kubeconfig, "/home/me/.kube/config");
   EXPECT_EQ(config.kube_context, "lab");
   EXPECT_EQ(config.namespaces, std::vector<std::string>{"team-a"});
@@ -80,6 +85,9 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
   EXPECT_EQ(config.kube_api_burst, 40);
   EXPECT_EQ(config.resync_period, std::chrono::seconds(600));
   EXPECT_FALSE(config.json_logs);
+  EXPECT_EQ(config.liveness_reconcile_timeout, std::chrono::seconds(900));
+  EXPECT_EQ(config.liveness_informer_timeout, std::chrono::seconds(0));
+  EXPECT_EQ(config.liveness_queue_timeout, std::chrono::seconds(30));
 }
 
 TEST(OperatorConfigTest, AcceptsFlagEqualsValue) {
@@ -188,6 +196,7 @@ TEST(OperatorConfigTest, EachBadFlagIsNamedInItsError) {
       {{"--renew-deadline", "1.5"}, "--renew-deadline: must be a whole number of seconds >= 1, got \"1.5\""},
       {{"--retry-period", "2s"}, "--retry-period: must be a whole number of seconds >= 1, got \"2s\""},
       {{"--resync-period", ""}, "--resync-period: must be a whole number of seconds >= 1, got \"\""},
+      {{"--liveness-queue-timeout", "-1"}, "--liveness-queue-timeout: must be a whole number of seconds >= 0, got \"-1\""},
       {{"--leader-elect", "yes"}, "--leader-elect: must be true or false, got \"yes\""},
       {{"--log-format", "xml"}, "--log-format: must be json or text, got \"xml\""},
       {{"--port-range", "9-1"}, "--port-range: ..."},
@@ -277,7 +286,8 @@ TEST(OperatorConfigTest, UsageListsEveryFlagWithItsDefault) {
         "--sidecar-image", "--cluster-domain", "--leader-elect", "--leader-election-namespace",
         "--leader-election-id", "--identity", "--lease-duration", "--renew-deadline",
         "--retry-period", "--metrics-bind-address", "--health-probe-bind-address", "--workers",
-        "--kube-api-qps", "--kube-api-burst", "--resync-period", "--log-format"}) {
+        "--kube-api-qps", "--kube-api-burst", "--resync-period", "--log-format",
+        "--liveness-reconcile-timeout", "--liveness-informer-timeout", "--liveness-queue-timeout"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
   EXPECT_THAT(usage, HasSubstr("(default 61000-65535)"));

@@ -1,7 +1,8 @@
 // The ringleader-operator binary as a process against devcluster: killed with SIGKILL again
 // and again during a rollout it still converges with no duplicate Pod, no port collision and no
 // job's ports ever changing; with two replicas under leader election only the leader writes,
-// and when it is killed the standby takes over.
+// and when it is killed the standby takes over. Waits are on conditions, checked again at each
+// change the test's own watches see.
 #include <cpprest/http_client.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -26,12 +27,14 @@
 #include "operator/kube/config.h"
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/operator/runtime/cluster_watch.h"
 #include "tests/support/test_environment.h"
 
 namespace ringleader::runtime {
 namespace {
 
 using nlohmann::json;
+using ringleader::testing::ClusterWatch;
 using ringleader::testing::FreePorts;
 using ringleader::testing::MakeTempDir;
 using std::chrono::milliseconds;
@@ -102,8 +105,11 @@ class OperatorProcessTest : public ::testing::Test {
     client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), options);
     client_->Create(kube::CustomResourceDefinitions(), "",
                     yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+    watch_ = std::make_unique<ClusterWatch>(
+        *client_, std::vector{kube::TrainingJobs(), kube::Pods(), kube::Leases()}, "default");
   }
   void TearDown() override {
+    watch_.reset();
     cluster_->Stop();
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
@@ -117,23 +123,29 @@ class OperatorProcessTest : public ::testing::Test {
     return args;
   }
 
+  // Waits until `predicate` holds, checking it again at each change of a TrainingJob, Pod or
+  // Lease in "default" (the leader renews its Lease every retry period).
   bool Eventually(const std::function<bool()>& predicate, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      try {
-        if (predicate()) {
-          return true;
-        }
-      } catch (const kube::ApiError&) {
-      }
-      std::this_thread::sleep_for(milliseconds(100));
+    return watch_->WaitFor(predicate, timeout);
+  }
+
+  std::size_t PodsOf(const std::string& job) {
+    std::size_t count = 0;
+    for (const json& pod : watch_->List(kube::Pods())) {
+      count += pod["metadata"]["labels"].value("ringleader.dev/job-name", "") == job ? 1 : 0;
     }
-    return false;
+    return count;
+  }
+
+  std::string Holder() {
+    const std::optional<json> lease = watch_->Get(kube::Leases(), "ringleader-operator");
+    return lease ? lease->value("spec", json::object()).value("holderIdentity", "") : "";
   }
 
   std::filesystem::path dir_;
   std::unique_ptr<devcluster::DevCluster> cluster_;
   std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<ClusterWatch> watch_;  // through client_
 };
 
 TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPorts) {
@@ -142,7 +154,9 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
   constexpr int kKills = 20;
   // Every status any job ever had, as watched: the first ports seen are the job's for good.
   std::mutex mutex;
-  std::map<std::string, json> first_ports;  // uid -> ports
+  std::condition_variable seen_version;
+  std::map<std::string, json> first_ports;      // uid -> ports
+  std::map<std::string, std::string> last_seen;  // uid -> resourceVersion
   std::vector<std::string> changed;
   std::jthread watcher([&](std::stop_token stop) {
     std::string rv = "0";
@@ -151,12 +165,17 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
       options.resource_version = rv;
       client_->Watch(kube::TrainingJobs(), "default", options, [&](const kube::WatchEvent& event) {
         rv = kube::ResourceVersionOf(event.object);
+        const std::string uid = event.object["metadata"]["uid"];
+        {
+          std::lock_guard lock(mutex);
+          last_seen[uid] = rv;
+        }
+        seen_version.notify_all();
         const json& status = event.object.value("status", json::object());
         if (!status.contains("ports")) {
           return true;
         }
         std::lock_guard lock(mutex);
-        const std::string uid = event.object["metadata"]["uid"];
         auto [it, inserted] = first_ports.emplace(uid, status["ports"]);
         if (!inserted && it->second != status["ports"]) {
           changed.push_back(event.object["metadata"]["name"].get<std::string>() + ": " +
@@ -167,34 +186,36 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
     }
   });
 
-  // Jobs arrive over the whole kill phase so that kills land mid-rollout.
-  std::jthread creator([&](std::stop_token stop) {
-    for (int i = 0; i < kJobs && !stop.stop_requested(); ++i) {
-      client_->Create(kube::TrainingJobs(), "default", Job("job-" + std::to_string(i), kReplicas));
-      std::this_thread::sleep_for(milliseconds(60));
-    }
-  });
+  // Jobs arrive over the whole kill phase, a batch before each start, so that kills land
+  // mid-rollout. Each operator is killed once it has created a random number of Pods (1 to 23,
+  // so mostly between two Pods of one job), and always before it could finish.
+  constexpr int kJobsPerStart = kJobs / kKills;
   std::mt19937 random(12345);
-  std::uniform_int_distribution<int> uptime_ms(100, 700);
+  std::uniform_int_distribution<std::size_t> pods_before_kill(1, 23);
   const auto log = dir_ / "operator.log";
   int kills = 0;
   int mid_rollout_kills = 0;  // with some but not all Pods created
   for (; kills < kKills; ++kills) {
+    for (int i = kills * kJobsPerStart; i < (kills + 1) * kJobsPerStart; ++i) {
+      client_->Create(kube::TrainingJobs(), "default", Job("job-" + std::to_string(i), kReplicas));
+    }
+    const std::size_t target =
+        kube::ListAll(*client_, kube::Pods(), "default").items.size() + pods_before_kill(random);
     OperatorProcess op(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
                              "--health-probe-bind-address", "0"}),
                        log);
-    std::this_thread::sleep_for(milliseconds(uptime_ms(random)));
+    ASSERT_TRUE(Eventually([&] { return watch_->Count(kube::Pods()) >= target; }, seconds(60)))
+        << "operator " << kills + 1 << " did not create its Pods; log: " << log;
     op.Kill(SIGKILL);
     const auto pods = kube::ListAll(*client_, kube::Pods(), "default").items.size();
     mid_rollout_kills += pods > 0 && pods < kJobs * kReplicas ? 1 : 0;
   }
-  creator.join();
   OperatorProcess last(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
                              "--health-probe-bind-address", "0"}),
                        log);
 
   ASSERT_TRUE(Eventually([&] {
-    const auto jobs = kube::ListAll(*client_, kube::TrainingJobs(), "default").items;
+    const auto jobs = watch_->List(kube::TrainingJobs());
     if (jobs.size() != kJobs) {
       return false;
     }
@@ -203,7 +224,7 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
         return false;
       }
     }
-    return kube::ListAll(*client_, kube::Pods(), "default").items.size() == kJobs * kReplicas;
+    return watch_->Count(kube::Pods()) == kJobs * kReplicas;
   }, seconds(180))) << "did not converge; operator log: " << log;
   EXPECT_GE(kills, 20);
   EXPECT_GE(mid_rollout_kills, 15) << "the kills must land while the rollout is under way";
@@ -219,14 +240,23 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
   EXPECT_EQ(ranks.size(), static_cast<std::size_t>(kJobs));
   // Zero port collisions between jobs.
   std::set<int> ports;
-  for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+  const std::vector<json> jobs = kube::ListAll(*client_, kube::TrainingJobs(), "default").items;
+  for (const json& job : jobs) {
     for (const auto& [role, port] : job["status"]["ports"].items()) {
       EXPECT_TRUE(ports.insert(port.get<int>()).second) << "port " << port << " given twice";
     }
   }
   EXPECT_EQ(ports.size(), static_cast<std::size_t>(kJobs) * 4);
-  // No job's ports ever changed once assigned.
-  std::this_thread::sleep_for(milliseconds(500));
+  // No job's ports ever changed once assigned: once the watcher has seen every job as just listed.
+  {
+    std::unique_lock lock(mutex);
+    EXPECT_TRUE(seen_version.wait_for(lock, seconds(30), [&] {
+      return std::all_of(jobs.begin(), jobs.end(), [&](const json& job) {
+        const auto it = last_seen.find(job["metadata"]["uid"].get<std::string>());
+        return it != last_seen.end() && it->second == kube::ResourceVersionOf(job);
+      });
+    })) << "the watcher fell behind";
+  }
   watcher.request_stop();
   cluster_->faults().CutWatches();
   watcher.join();
@@ -278,35 +308,23 @@ TEST_F(OperatorProcessTest, OnlyTheLeaderWritesAndTheStandbyTakesOverWhenItIsKil
     return Args(extra);
   };
   auto a = std::make_unique<OperatorProcess>(args("replica-a", port_a), dir_ / "a.log");
-  ASSERT_TRUE(Eventually([&] {
-    return client_->Get(kube::Leases(), "default", "ringleader-operator")["spec"].value("holderIdentity", "") == "replica-a";
-  }, seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return Holder() == "replica-a"; }, seconds(30)));
   OperatorProcess b(args("replica-b", port_b), dir_ / "b.log");
   ASSERT_TRUE(Eventually([&] { return Scrape(port_b, "ringleader_operator_leader") == 0 &&
                                       Scrape(port_a, "ringleader_operator_leader") == 1; }, seconds(30)));
 
   client_->Create(kube::TrainingJobs(), "default", Job("led", 2));
-  ASSERT_TRUE(Eventually([&] {
-    kube::ListOptions options;
-    options.label_selector = "ringleader.dev/job-name=led";
-    return client_->List(kube::Pods(), "default", options).items.size() == 2;
-  }, seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return PodsOf("led") == 2; }, seconds(30)));
   EXPECT_GT(Writes(port_a), 0);
   EXPECT_EQ(Writes(port_b), 0) << "a standby must not write";
 
   const auto killed_at = std::chrono::steady_clock::now();
   a->Kill(SIGKILL);
-  ASSERT_TRUE(Eventually([&] {
-    return client_->Get(kube::Leases(), "default", "ringleader-operator")["spec"].value("holderIdentity", "") == "replica-b";
-  }, seconds(30)));
+  ASSERT_TRUE(Eventually([&] { return Holder() == "replica-b"; }, seconds(30)));
   const double takeover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
-  EXPECT_LT(takeover, 3 + 2 + 2) << "lease 3 s plus a retry period and polling slack";
+  EXPECT_LT(takeover, 3 + 2 + 2) << "lease 3 s plus a retry period and slack";
   client_->Create(kube::TrainingJobs(), "default", Job("after-failover", 2));
-  EXPECT_TRUE(Eventually([&] {
-    kube::ListOptions options;
-    options.label_selector = "ringleader.dev/job-name=after-failover";
-    return client_->List(kube::Pods(), "default", options).items.size() == 2;
-  }, seconds(30)));
+  EXPECT_TRUE(Eventually([&] { return PodsOf("after-failover") == 2; }, seconds(30)));
   EXPECT_EQ(Scrape(port_b, "ringleader_operator_leader"), 1);
 }
 

@@ -47,38 +47,41 @@ std::string GetKey(WorkQueue& queue) {
   return item ? item->key : "<nothing>";
 }
 
-// The real clock, telling the test when Get has looked at it: Get reads the clock with the
-// queue's mutex held and releases it only by waiting, so whatever the test does next under that
-// mutex (ShutDown, Add, a stop callback) happens while Get is blocked.
+// A clock (the real one unless given another) telling the test when Get has looked at it: Get
+// reads the clock with the queue's mutex held and releases it only by waiting, so whatever the
+// test does next under that mutex (ShutDown, Add, a stop callback, a fake clock's move) happens
+// while Get is blocked.
 class WatchedClock final : public kube::Clock {
  public:
+  explicit WatchedClock(kube::Clock& base = kube::RealClock()) : base_(base) {}
+
   TimePoint Now() override {
     std::lock_guard lock(mutex_);
     ++reads_;
     read_.notify_all();
-    return std::chrono::steady_clock::now();
+    return base_.Now();
   }
   bool SleepFor(Duration duration, std::stop_token stop) override {
-    return kube::RealClock().SleepFor(duration, std::move(stop));
+    return base_.SleepFor(duration, std::move(stop));
   }
+  void AddWaiter(Waiter& waiter) override { base_.AddWaiter(waiter); }
+  void RemoveWaiter(Waiter& waiter) override { base_.RemoveWaiter(waiter); }
   int reads() {
     std::lock_guard lock(mutex_);
     return reads_;
   }
-  // True once the clock has been read more than `reads` times.
-  bool WaitForReadAfter(int reads) {
+  // True once the clock has been read more than `reads` times, false after `timeout`.
+  bool WaitForReadAfter(int reads, milliseconds timeout = seconds(10)) {
     std::unique_lock lock(mutex_);
-    return read_.wait_for(lock, seconds(10), [this, reads] { return reads_ > reads; });
+    return read_.wait_for(lock, timeout, [this, reads] { return reads_ > reads; });
   }
 
  private:
+  kube::Clock& base_;
   std::mutex mutex_;
   std::condition_variable read_;
   int reads_ = 0;
 };
-
-// Long enough that only a notification can wake a blocked Get within the test's deadline.
-constexpr milliseconds kNoPolling = std::chrono::duration_cast<milliseconds>(hours(1));
 
 WorkQueueOptions NoBucket() {
   WorkQueueOptions options;
@@ -250,7 +253,7 @@ TEST(WorkQueueTest, TheGlobalBucketSpacesOutRetriesOnceTheBurstIsSpent) {
 
 TEST(WorkQueueTest, ShutDownWakesABlockedGet) {
   WatchedClock clock;
-  WorkQueue queue(NoBucket(), clock, kNoPolling);
+  WorkQueue queue(NoBucket(), clock);
   std::promise<std::optional<WorkItem>> result;
   auto got = result.get_future();
   const int reads = clock.reads();  // the queue's bucket reads the clock when built
@@ -277,7 +280,7 @@ TEST(WorkQueueTest, ShutDownReturnsAtOnceEvenWithKeysReady) {
 
 TEST(WorkQueueTest, AStopRequestWakesABlockedGet) {
   WatchedClock clock;
-  WorkQueue queue(NoBucket(), clock, kNoPolling);
+  WorkQueue queue(NoBucket(), clock);
   std::stop_source stop;
   std::promise<std::optional<WorkItem>> result;
   auto got = result.get_future();
@@ -300,7 +303,7 @@ TEST(WorkQueueTest, AStopRequestWakesABlockedGet) {
 
 TEST(WorkQueueTest, AnAddWakesABlockedGetWithoutPolling) {
   WatchedClock clock;
-  WorkQueue queue(NoBucket(), clock, kNoPolling);
+  WorkQueue queue(NoBucket(), clock);
   std::promise<std::optional<WorkItem>> result;
   auto got = result.get_future();
   const int reads = clock.reads();  // the queue's bucket reads the clock when built
@@ -314,13 +317,68 @@ TEST(WorkQueueTest, AnAddWakesABlockedGetWithoutPolling) {
   EXPECT_EQ(item->key, "ns/a");
 }
 
+// Regression for the 50 ms poll: a Get waiting for a key due later sleeps until it is due; it
+// does not wake to look at the clock again meanwhile.
+TEST(WorkQueueTest, AGetWaitingForALaterKeyDoesNotPoll) {
+  WatchedClock clock;
+  WorkQueue queue(NoBucket(), clock);
+  queue.AddAfter("ns/later", hours(1));
+  const int reads = clock.reads();
+  std::jthread worker([&](std::stop_token stop) { EXPECT_FALSE(queue.Get(stop)); });
+  ASSERT_TRUE(clock.WaitForReadAfter(reads));  // Get found nothing due and waits
+  // Nothing wakes it until the key is due: no second look at the clock (a 50 ms poll would
+  // read it again within this window).
+  EXPECT_FALSE(clock.WaitForReadAfter(reads + 1, milliseconds(300)));
+  EXPECT_EQ(queue.Delayed(), 1u);
+}
+
+// A Get blocked until a due time an hour away on a fake clock returns as soon as the test moves
+// the clock there: the move wakes it, not real time passing.
+TEST(WorkQueueTest, MovingAFakeClockWakesAGetBlockedUntilALaterDueTime) {
+  FakeClock fake;
+  WatchedClock clock(fake);
+  WorkQueue queue(NoBucket(), clock);
+  queue.AddAfter("ns/a", hours(1));
+  std::promise<std::optional<WorkItem>> result;
+  auto got = result.get_future();
+  const int reads = clock.reads();
+  std::jthread worker([&](std::stop_token stop) { result.set_value(queue.Get(stop)); });
+  ASSERT_TRUE(clock.WaitForReadAfter(reads));  // Get found nothing due and waits
+  fake.Advance(hours(1));
+  ASSERT_EQ(got.wait_for(seconds(10)), std::future_status::ready);
+  auto item = got.get();
+  ASSERT_TRUE(item);
+  EXPECT_EQ(item->key, "ns/a");
+  EXPECT_EQ(item->waited, nanoseconds(0));
+}
+
+// The liveness check's view: keys due by now, whether or not a Get has noticed them yet.
+TEST(WorkQueueTest, OldestDueIsTheEarliestTimeAWaitingKeyBecameDue) {
+  FakeClock clock;
+  WorkQueue queue(NoBucket(), clock);
+  const auto start = clock.Now();
+  EXPECT_FALSE(queue.OldestDue(start));
+  queue.AddAfter("ns/delayed", seconds(5));
+  EXPECT_FALSE(queue.OldestDue(start)) << "not due yet";
+  clock.Advance(seconds(2));
+  queue.Add("ns/ready");
+  EXPECT_EQ(queue.OldestDue(clock.Now()), start + seconds(2));
+  // The delayed key ran out at start + 5 s, though no Get has promoted it.
+  clock.Advance(seconds(10));
+  EXPECT_EQ(queue.OldestDue(clock.Now()), start + seconds(2));
+  ASSERT_EQ(GetKey(queue), "ns/ready");
+  EXPECT_EQ(queue.OldestDue(clock.Now()), start + seconds(5));
+  ASSERT_EQ(GetKey(queue), "ns/delayed");
+  EXPECT_FALSE(queue.OldestDue(clock.Now())) << "keys being processed are not waiting";
+}
+
 // Four workers, two writers changing state and re-adding `keys` keys (some delayed): no key is
 // ever on two workers at once, and each key's last processing saw its last state (level-based:
 // a write followed by an Add is never missed).
 void StressWithKeys(int keys) {
   constexpr int kRounds = 200;
   constexpr int kWorkers = 4;
-  WorkQueue queue(NoBucket(), kube::RealClock(), milliseconds(5));
+  WorkQueue queue(NoBucket(), kube::RealClock());
 
   std::vector<std::atomic<int>> state(keys);
   std::vector<std::atomic<int>> seen(keys);
@@ -331,6 +389,7 @@ void StressWithKeys(int keys) {
   auto key_of = [](int k) { return "ns/job-" + std::to_string(k); };
 
   std::mutex in_flight_mutex;
+  std::condition_variable reconciled;  // after each reconcile
   std::set<std::string> in_flight;
   std::atomic<int> overlaps{0};
   std::atomic<long> processed{0};
@@ -351,8 +410,9 @@ void StressWithKeys(int keys) {
         {
           std::lock_guard lock(in_flight_mutex);
           in_flight.erase(item->key);
+          ++processed;
         }
-        ++processed;
+        reconciled.notify_all();
         queue.Done(item->key);
       }
     });
@@ -387,9 +447,9 @@ void StressWithKeys(int keys) {
     }
     return true;
   };
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (!all_caught_up() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(10));
+  {
+    std::unique_lock lock(in_flight_mutex);
+    reconciled.wait_for(lock, seconds(60), all_caught_up);
   }
   queue.ShutDown();
   for (auto& worker : workers) {
