@@ -379,18 +379,7 @@ class SidecarRun {
     std::vector<collectives::ProbeRow> rows =
         Guard(Collective::kAllReduce, "the preflight sweep", [&] {
           return ranks_->OnEach([&](collectives::Communicator& comm, int) {
-            const Collective all_reduce[] = {Collective::kAllReduce};
-            auto measured = collectives::Sweep(comm, all_reduce, sweep, options);
-            // Every other collective once, at the largest size: each must work and return exact
-            // data.
-            const Collective others[] = {Collective::kAllGather, Collective::kReduceScatter,
-                                         Collective::kBroadcast, Collective::kAllToAll,
-                                         Collective::kSendRecv};
-            collectives::SweepRange largest{sweep.max_bytes, sweep.max_bytes, sweep.factor};
-            for (auto& row : collectives::Sweep(comm, others, largest, options)) {
-              measured.push_back(row);
-            }
-            return measured;
+            return collectives::PreflightSweep(comm, sweep, options);
           });
         });
     const PreflightVerdict verdict =

@@ -168,6 +168,19 @@ std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> coll
   return rows;
 }
 
+std::vector<ProbeRow> PreflightSweep(Communicator& comm, const SweepRange& range,
+                                     const ProbeOptions& options) {
+  const Collective all_reduce[] = {Collective::kAllReduce};
+  std::vector<ProbeRow> rows = Sweep(comm, all_reduce, range, options);
+  const Collective others[] = {Collective::kAllGather, Collective::kReduceScatter,
+                               Collective::kBroadcast, Collective::kAllToAll, Collective::kSendRecv};
+  const SweepRange largest{range.max_bytes, range.max_bytes, range.factor};
+  for (ProbeRow& row : Sweep(comm, others, largest, options)) {
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 PairwiseResult Pairwise(Communicator& comm, PairPattern pattern, std::size_t bytes,
                         const ProbeOptions& options, ProbeBuffers* reuse) {
   const std::size_t count = bytes / sizeof(float);

@@ -77,6 +77,11 @@ struct SweepRange {
 std::vector<ProbeRow> Sweep(Communicator& comm, std::span<const Collective> collectives,
                             const SweepRange& range, const ProbeOptions& options = {});
 
+// The preflight's rows on one rank: all_reduce over `range`, then every other collective once at
+// its largest size (each must work and return exact data). Throws as Sweep does.
+std::vector<ProbeRow> PreflightSweep(Communicator& comm, const SweepRange& range,
+                                     const ProbeOptions& options = {});
+
 enum class PairPattern {
   kRingNeighbour,  // rank r sends to r+1 and receives from r-1
   kHalves,         // rank r sends to r+n/2 and receives from r-n/2 (mod n): pairs when n is even

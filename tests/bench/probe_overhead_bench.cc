@@ -11,8 +11,15 @@
 // a second mesh for the direct calls, the ratio moved from 0.96 to 1.18 with how many calls each
 // mesh got per block (docs/benchmarks.md). The order rotates from block to block, and the
 // per-block ratios' median comes with a bootstrap 95% interval.
+// RunProbe's time is the timed calls alone. So a second part times the preflight end to end
+// (what it does around the collectives: buffers, input fill, barriers, gathering the times, the
+// checked call and its comparison, the verdict and the table) against the same collective calls
+// made with nothing around them, in alternating order on the same mesh, as a ratio per block.
+// Its defaults are the sidecar's warm-up and iterations over a smaller range than its 1-64 MiB.
 //   probe_overhead_bench [--bytes 1048576,16777216,67108864] [--blocks 20] [--warmup 1]
-//                        [--iters 4]
+//                        [--iters 4] [--preflight-min-bytes 1048576]
+//                        [--preflight-max-bytes 4194304] [--preflight-factor 2]
+//                        [--preflight-warmup 5] [--preflight-iters 20] [--preflight-blocks 5]
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -28,6 +35,7 @@
 #include <gloo/context.h>
 #include <gloo/rendezvous/hash_store.h>
 
+#include "sidecar/app/preflight_verdict.h"
 #include "sidecar/collectives/gloo_communicator.h"
 #include "sidecar/collectives/probe.h"
 #include "tests/bench/bench_args.h"
@@ -37,6 +45,7 @@ namespace ringleader::bench {
 namespace {
 
 constexpr int kRanks = 4;
+using collectives::Collective;
 
 struct Args {
   std::vector<std::size_t> bytes{std::size_t{1} << 20, std::size_t{16} << 20,
@@ -44,6 +53,10 @@ struct Args {
   int blocks = 20;
   int warmup = 1;
   int iters = 4;
+  collectives::SweepRange preflight{std::size_t{1} << 20, std::size_t{4} << 20, 2};
+  int preflight_warmup = 5;  // SidecarConfig's preflight_warmup_iterations
+  int preflight_iters = 20;  // and preflight_iterations
+  int preflight_blocks = 5;
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -57,6 +70,18 @@ Args ParseArgs(int argc, char** argv) {
       args.warmup = std::stoi(value);
     } else if (flag == "--iters") {
       args.iters = std::stoi(value);
+    } else if (flag == "--preflight-min-bytes") {
+      args.preflight.min_bytes = std::stoull(value);
+    } else if (flag == "--preflight-max-bytes") {
+      args.preflight.max_bytes = std::stoull(value);
+    } else if (flag == "--preflight-factor") {
+      args.preflight.factor = std::stoull(value);
+    } else if (flag == "--preflight-warmup") {
+      args.preflight_warmup = std::stoi(value);
+    } else if (flag == "--preflight-iters") {
+      args.preflight_iters = std::stoi(value);
+    } else if (flag == "--preflight-blocks") {
+      args.preflight_blocks = std::stoi(value);
     } else {
       return false;
     }
@@ -91,10 +116,82 @@ struct Pairs {
   std::vector<double> communicator_us;
 };
 
+// The preflight on one rank as the sidecar's RunPreflight (sidecar/app/sidecar_run.cc) runs it:
+// its sweep, the verdict and the table, less the metrics and /summary updates.
+std::vector<collectives::ProbeRow> Preflight(collectives::Communicator& comm,
+                                             const collectives::SweepRange& sweep,
+                                             const collectives::ProbeOptions& options) {
+  std::vector<collectives::ProbeRow> measured = collectives::PreflightSweep(comm, sweep, options);
+  const sidecar::PreflightVerdict verdict = sidecar::JudgePreflight(measured, 0);
+  const std::string table = collectives::FormatTable(measured);
+  if (!verdict.passed) {
+    throw std::runtime_error("the preflight failed: " + verdict.reason + "\n" + table);
+  }
+  return measured;
+}
+
+// The collective calls that made `rows` and nothing else: per row the same warm-up, timed and
+// checked calls, each group followed by Synchronize as in the probe, on buffers kept across
+// blocks (the preflight's sweeps allocate theirs, which is part of what they cost).
+void CollectivesOf(collectives::Communicator& comm, const std::vector<collectives::ProbeRow>& rows,
+                   const collectives::ProbeOptions& options, collectives::ProbeBuffers& kept) {
+  for (const collectives::ProbeRow& row : rows) {
+    const collectives::BufferElems elems = collectives::ElemsFor(row.collective, row.count, comm.size());
+    collectives::Buffers& buffers = kept.AtLeast(elems.send, elems.recv);
+    // RunProbe's sendrecv peers when ProbeOptions::peers is unset: the ring.
+    const collectives::Peers peers =
+        row.collective == Collective::kSendRecv
+            ? collectives::PeersFor(collectives::PairPattern::kRingNeighbour, comm.rank(), comm.size())
+            : collectives::Peers{};
+    for (int i = 0; i < options.warmup_iters; ++i) {
+      comm.Run(row.collective, buffers, row.count, peers);
+    }
+    comm.Synchronize();
+    for (int i = 0; i < options.iters; ++i) {
+      comm.Run(row.collective, buffers, row.count, peers);
+    }
+    comm.Synchronize();
+    if (options.check) {
+      comm.Run(row.collective, buffers, row.count, peers);
+      comm.Synchronize();
+    }
+  }
+}
+
+// The slowest rank's wall seconds for `work`, all ranks starting together.
+double SlowestWallSeconds(collectives::Communicator& comm, const std::function<void()>& work) {
+  comm.AllGatherDouble(0.0);
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  const std::vector<double> all = comm.AllGatherDouble(elapsed.count());
+  return *std::max_element(all.begin(), all.end());
+}
+
+struct PreflightTimes {
+  std::vector<double> end_to_end_s;
+  std::vector<double> collectives_s;
+  std::vector<double> reported_s;  // the rows' time_us x iters: the timed calls as reported
+};
+
+// "1.0123 [0.9950, 1.0301]": the median of the per-block ratios and its bootstrap 95% interval.
+std::string PairedRatio(const std::vector<double>& numerator, const std::vector<double>& denominator) {
+  std::vector<double> ratios;
+  for (std::size_t b = 0; b < numerator.size(); ++b) {
+    ratios.push_back(numerator[b] / denominator[b]);
+  }
+  const auto [low, high] = MedianInterval95(ratios);
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.4f [%.4f, %.4f]", Median(ratios), low, high);
+  return text;
+}
+
 int Main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
   gloo::rendezvous::HashStore store;
   std::vector<Pairs> results(args.bytes.size());  // written by rank 0 only
+  PreflightTimes preflight_times;                  // written by rank 0 only
+  std::vector<collectives::ProbeRow> preflight_rows;
   std::atomic<bool> failed{false};
   std::vector<std::thread> threads;
   for (int rank = 0; rank < kRanks; ++rank) {
@@ -145,6 +242,44 @@ int Main(int argc, char** argv) {
             }
           }
         }
+        if (args.preflight_blocks > 0) {
+          collectives::ProbeOptions preflight;  // as RunPreflight sets it: check stays on
+          preflight.warmup_iters = args.preflight_warmup;
+          preflight.iters = args.preflight_iters;
+          // One untimed preflight first: the rows say which calls it makes, and the mesh warms.
+          const std::vector<collectives::ProbeRow> rows = Preflight(comm, args.preflight, preflight);
+          for (int block = 0; block < args.preflight_blocks; ++block) {
+            std::vector<collectives::ProbeRow> timed_rows;
+            const auto run_preflight = [&] {
+              return SlowestWallSeconds(comm, [&] { timed_rows = Preflight(comm, args.preflight, preflight); });
+            };
+            const auto run_collectives = [&] {
+              return SlowestWallSeconds(comm, [&] { CollectivesOf(comm, rows, preflight, buffers); });
+            };
+            // Alternate which goes first, as the blocks above rotate theirs.
+            double end_to_end = 0;
+            double alone = 0;
+            if (block % 2 == 0) {
+              end_to_end = run_preflight();
+              alone = run_collectives();
+            } else {
+              alone = run_collectives();
+              end_to_end = run_preflight();
+            }
+            if (rank == 0) {
+              double reported_us = 0;
+              for (const collectives::ProbeRow& row : timed_rows) {
+                reported_us += row.time_us * preflight.iters;
+              }
+              preflight_times.end_to_end_s.push_back(end_to_end);
+              preflight_times.collectives_s.push_back(alone);
+              preflight_times.reported_s.push_back(reported_us / 1e6);
+              if (block == 0) {
+                preflight_rows = timed_rows;
+              }
+            }
+          }
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
         failed = true;
@@ -157,31 +292,45 @@ int Main(int argc, char** argv) {
   if (failed) {
     return 1;
   }
-  std::printf("all_reduce, %d ranks as threads, %d blocks, warm-up %d, %d timed calls\n", kRanks,
-              args.blocks, args.warmup, args.iters);
-  std::printf(
-      "| size | sidecar probe (us) | communicator alone (us) | direct Gloo (us) | probe / direct, "
-      "ratio of medians | probe / direct, median paired [95%% interval] | communicator / direct, "
-      "median paired [95%% interval] |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
-  for (std::size_t s = 0; s < args.bytes.size(); ++s) {
-    const Pairs& pairs = results[s];
-    // "1.0123 [0.9950, 1.0301]": the median of per-block ratios to direct, and its interval.
-    const auto paired = [&](const std::vector<double>& side) {
-      std::vector<double> ratios;
-      for (std::size_t b = 0; b < side.size(); ++b) {
-        ratios.push_back(side[b] / pairs.direct_us[b]);
-      }
-      const auto [low, high] = MedianInterval95(ratios);
-      char text[64];
-      std::snprintf(text, sizeof(text), "%.4f [%.4f, %.4f]", Median(ratios), low, high);
-      return std::string(text);
-    };
-    const double sidecar = Median(pairs.sidecar_us);
-    const double plain = Median(pairs.direct_us);
-    std::printf("| %zu MiB | %.0f | %.0f | %.0f | %.4f | %s | %s |\n", args.bytes[s] >> 20, sidecar,
-                Median(pairs.communicator_us), plain, sidecar / plain,
-                paired(pairs.sidecar_us).c_str(), paired(pairs.communicator_us).c_str());
+  if (args.blocks > 0) {
+    std::printf("all_reduce, %d ranks as threads, %d blocks, warm-up %d, %d timed calls\n", kRanks,
+                args.blocks, args.warmup, args.iters);
+    std::printf(
+        "| size | sidecar probe (us) | communicator alone (us) | direct Gloo (us) | probe / direct, "
+        "ratio of medians | probe / direct, median paired [95%% interval] | communicator / direct, "
+        "median paired [95%% interval] |\n");
+    std::printf("|---|---|---|---|---|---|---|\n");
+    for (std::size_t s = 0; s < args.bytes.size(); ++s) {
+      const Pairs& pairs = results[s];
+      const double sidecar = Median(pairs.sidecar_us);
+      const double plain = Median(pairs.direct_us);
+      std::printf("| %zu MiB | %.0f | %.0f | %.0f | %.4f | %s | %s |\n", args.bytes[s] >> 20, sidecar,
+                  Median(pairs.communicator_us), plain, sidecar / plain,
+                  PairedRatio(pairs.sidecar_us, pairs.direct_us).c_str(),
+                  PairedRatio(pairs.communicator_us, pairs.direct_us).c_str());
+    }
+  }
+  if (args.preflight_blocks > 0) {
+    const PreflightTimes& t = preflight_times;
+    std::printf(
+        "\nThe preflight end to end against its collective calls alone: all_reduce from %zu to %zu "
+        "bytes (factor %zu), then every other collective at %zu bytes, %zu rows; per row warm-up %d, "
+        "%d timed calls and 1 checked call; %d ranks as threads, %d blocks, the slowest rank's wall "
+        "time\n",
+        args.preflight.min_bytes, args.preflight.max_bytes, args.preflight.factor,
+        args.preflight.max_bytes, preflight_rows.size(), args.preflight_warmup, args.preflight_iters,
+        kRanks, args.preflight_blocks);
+    std::printf(
+        "| preflight end to end (ms) | its collective calls alone (ms) | timed calls as its rows "
+        "report them (ms) | end to end / collectives alone, ratio of medians | end to end / "
+        "collectives alone, median paired [95%% interval] | end to end / reported timed calls, "
+        "median paired [95%% interval] |\n");
+    std::printf("|---|---|---|---|---|---|\n");
+    std::printf("| %.1f | %.1f | %.1f | %.4f | %s | %s |\n", 1e3 * Median(t.end_to_end_s),
+                1e3 * Median(t.collectives_s), 1e3 * Median(t.reported_s),
+                Median(t.end_to_end_s) / Median(t.collectives_s),
+                PairedRatio(t.end_to_end_s, t.collectives_s).c_str(),
+                PairedRatio(t.end_to_end_s, t.reported_s).c_str());
   }
   return 0;
 }

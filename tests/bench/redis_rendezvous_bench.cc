@@ -1,44 +1,73 @@
-// The baseline for rendezvous_bench: the same join + barrier through Gloo's Redis-backed store
-// (gloo::rendezvous::RedisStore) against a redis-server the caller started. Each rank connects,
-// set()s its record, INCRs a counter (the last rank sets "join/done"), waits for "join/done" as
-// Gloo's RedisStore::wait does (EXISTS, then sleep 10 ms) and get()s rank 0's record. Ranks are
-// blocking RedisStore connections spread over a few processes x threads. Prints median seconds.
-// The server must listen on 127.0.0.1 to 127.0.0.16 (see DriveRanks).
+// The baseline for rendezvous_bench: the same join + barrier through a redis-server the caller
+// started. Each rank connects, SETs its record and INCRs a counter; the last rank publishes
+// "join/done"; every rank waits for it, then GETs rank 0's record. Prints median seconds per N.
+//
+// --client async (the default) matches rendezvous_bench's client: hiredis' asynchronous API on
+// --threads event loops (Boost.Asio), each keeping --window ranks joining at once. A rank's join
+// is connect, then SET + INCR in one write; once the INCR's reply is in, its worker starts the
+// next rank while this one waits for the barrier and the GET. The clock runs from before the
+// first connect until every rank has rank 0's record and closed. The barrier is a stream: the
+// last rank XADDs one entry to "join/done" and every rank sends XREAD BLOCK ... STREAMS join/done
+// 0-0 (pipelined with its GET), which the server answers at once if the entry exists and else
+// as soon as it is added. That is what ringleader's Barrier is: one request per rank, answered
+// by the server to every waiter when the last rank arrives. The alternatives are less fair:
+// polling EXISTS adds a poll interval or floods the server, BLPOP needs the last rank to push N
+// tokens, and a SUBSCRIBEd connection can send no GET, so PUBLISH would need two per rank.
+// As before, Redis ranks do not authenticate (rendezvous_bench's do: one more round trip each).
+//
+// --client gloo is the earlier baseline: blocking gloo::rendezvous::RedisStore connections on
+// --processes x --threads (default 2 x 4), each joining its ranks one after another and then
+// waiting as RedisStore::wait does (EXISTS join/done, sleep 10 ms), the last rank SETting it.
+//
+// Ranks reach the server at 127.0.0.1 to 127.0.0.16 (see RedisHost), so it must listen on all 16.
 //   redis_rendezvous_bench --port 6379 --ranks 1024,4096,16384 --repetitions 3
-//                          [--processes 2] [--threads 4]
+//                          [--client async|gloo] [--threads 2] [--window 1024] [--processes 2]
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include <netinet/in.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/asio/io_context.hpp>
 #include <gloo/rendezvous/redis_store.h>
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
 #include "tests/bench/bench_args.h"
+#include "tests/bench/hiredis_asio.h"
 
 namespace ringleader::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr char kRank0Record[] = "10.0.0.0";
+constexpr char kBarrierTimeoutMs[] = "120000";
+
 struct Args {
   int port = 6379;
   std::vector<std::uint32_t> ranks{1024, 4096, 16384};
   int repetitions = 3;
-  int processes = 2;
-  int threads = 4;  // per process
+  std::string client = "async";
+  int threads = 0;  // client threads (per process for gloo); 0: 2 for async, 4 for gloo
+  int window = 1024;  // async: ranks joining at once per client thread
+  int processes = 2;  // gloo only
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -50,17 +79,37 @@ Args ParseArgs(int argc, char** argv) {
       args.ranks = ParseList<std::uint32_t>(value);
     } else if (flag == "--repetitions") {
       args.repetitions = std::stoi(value);
-    } else if (flag == "--processes") {
-      args.processes = std::stoi(value);
+    } else if (flag == "--client") {
+      args.client = value;
     } else if (flag == "--threads") {
       args.threads = std::stoi(value);
+    } else if (flag == "--window") {
+      args.window = std::stoi(value);
+    } else if (flag == "--processes") {
+      args.processes = std::stoi(value);
     } else {
       return false;
     }
     return true;
   });
+  if (args.client != "async" && args.client != "gloo") {
+    throw std::invalid_argument("--client must be async or gloo");
+  }
+  if (args.threads <= 0) {
+    args.threads = args.client == "async" ? 2 : 4;
+  }
   return args;
 }
+
+// Spreads ranks over the 16 addresses redis-server can bind: tens of thousands of connections
+// from one address to one address make the kernel's ephemeral-port search dominate
+// (rendezvous_bench spreads its source addresses over 64 for the same reason; neither
+// RedisStore nor hiredis can set IP_BIND_ADDRESS_NO_PORT, which that needs).
+std::string RedisHost(std::uint32_t rank) { return "127.0.0." + std::to_string(1 + rank % 16); }
+
+std::string Record(std::uint32_t rank) { return "10.0.0." + std::to_string(rank); }
+
+// --client gloo: blocking RedisStore connections, each client thread joining its ranks in turn.
 
 // Gloo's RedisStore plus the one command a counting barrier needs (Gloo's Store has no add()).
 class RedisRank : public gloo::rendezvous::RedisStore {
@@ -97,13 +146,8 @@ void DriveRanks(const Args& args, std::uint32_t world_size, std::uint32_t first,
   const std::vector<char> done_flag{'1'};
   std::vector<std::unique_ptr<RedisRank>> pending;
   for (std::uint32_t rank = first; rank < world_size; rank += stride) {
-    // Ranks reach the server at 16 loopback addresses (redis-server binds at most 16): RedisStore
-    // cannot pick a source address, and tens of thousands of connections from one address to
-    // one address make the kernel's ephemeral-port search dominate (rendezvous_bench spreads its
-    // sources over 64 addresses for the same reason).
-    const std::string host = "127.0.0." + std::to_string(1 + rank % 16);
-    auto store = std::make_unique<RedisRank>(host, args.port);
-    const std::string record = "10.0.0." + std::to_string(rank);
+    auto store = std::make_unique<RedisRank>(RedisHost(rank), args.port);
+    const std::string record = Record(rank);
     store->set("ranks/" + std::to_string(rank), std::vector<char>(record.begin(), record.end()));
     if (store->Increment("join/count") == world_size) {
       store->set("join/done", done_flag);
@@ -122,7 +166,7 @@ void DriveRanks(const Args& args, std::uint32_t world_size, std::uint32_t first,
         continue;
       }
       const std::vector<char> record = store->get("ranks/0");
-      if (std::string(record.begin(), record.end()) != "10.0.0.0") {
+      if (std::string(record.begin(), record.end()) != kRank0Record) {
         throw std::runtime_error("wrong record for rank 0");
       }
     }
@@ -179,8 +223,7 @@ void Flush(int port) {
 }
 
 // Seconds from the start byte until the last process has every rank's copy of rank 0's record.
-double Rendezvous(std::uint32_t world_size, const Args& args) {
-  Flush(args.port);
+double GlooRendezvous(std::uint32_t world_size, const Args& args) {
   int go[2];
   int result[2];
   if (::pipe(go) != 0 || ::pipe(result) != 0) {
@@ -224,18 +267,248 @@ double Rendezvous(std::uint32_t world_size, const Args& args) {
   return static_cast<double>(last - started) / 1e9;
 }
 
+// --client async: one join per rank, driven by callbacks from hiredis on its thread's io_context.
+struct AsyncRun;
+
+// One of a thread's workers: ranks first, first + stride, ...; one joining at a time.
+struct Worker {
+  AsyncRun* run = nullptr;
+  boost::asio::any_io_executor executor;
+  std::uint32_t next_rank = 0;
+};
+
+struct Join {
+  Worker* worker = nullptr;
+  std::uint32_t rank = 0;
+  bool failed = false;
+};
+
+struct AsyncRun {
+  int port = 0;
+  std::uint32_t world_size = 0;
+  std::uint32_t stride = 0;
+  std::vector<Join> joins;  // by rank; each written only by its worker's thread
+  std::atomic<std::uint32_t> done{0};
+  std::atomic<std::uint32_t> failed{0};
+  std::string first_error;
+  std::atomic_flag error_taken = ATOMIC_FLAG_INIT;
+
+  void Fail(Join& join, const std::string& error) {
+    if (join.failed) {
+      return;
+    }
+    join.failed = true;
+    ++failed;
+    if (!error_taken.test_and_set()) {
+      first_error = "rank " + std::to_string(join.rank) + ": " + error;
+    }
+  }
+};
+
+// Queues one command (hiredis copies the arguments into its output buffer at once).
+bool Command(redisAsyncContext* context, redisCallbackFn* on_reply, Join& join,
+             std::initializer_list<std::string_view> words) {
+  std::array<const char*, 8> argv{};
+  std::array<std::size_t, 8> lengths{};
+  std::size_t count = 0;
+  for (const std::string_view word : words) {
+    argv.at(count) = word.data();
+    lengths.at(count) = word.size();
+    ++count;
+  }
+  return redisAsyncCommandArgv(context, on_reply, &join, static_cast<int>(count), argv.data(),
+                               lengths.data()) == REDIS_OK;
+}
+
+Join& JoinOf(void* privdata) { return *static_cast<Join*>(privdata); }
+
+// What went wrong with a reply (nullptr: hiredis is dropping the connection).
+std::string Describe(const char* command, const redisAsyncContext* context,
+                     const redisReply* reply) {
+  if (reply == nullptr) {
+    const char* error = context->errstr != nullptr ? context->errstr : "";
+    return std::string(command) + ": connection lost: " + error;
+  }
+  if (reply->type == REDIS_REPLY_ERROR) {
+    return std::string(command) + ": " + std::string(reply->str, reply->len);
+  }
+  return std::string(command) + ": unexpected reply of type " + std::to_string(reply->type);
+}
+
+// Close with a reset, as rendezvous_bench does: TIME_WAIT sockets would slow the next run. Only
+// from a callback with a reply; hiredis frees the context once the callback returns.
+void Close(redisAsyncContext* context) {
+  const linger reset{1, 0};
+  ::setsockopt(context->c.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  redisAsyncFree(context);
+}
+
+void StartNextRank(Worker& worker);
+
+void OnSet(redisAsyncContext* context, void* reply_data, void* privdata) {
+  const auto* reply = static_cast<const redisReply*>(reply_data);
+  if (reply == nullptr || reply->type != REDIS_REPLY_STATUS) {
+    JoinOf(privdata).worker->run->Fail(JoinOf(privdata), Describe("SET", context, reply));
+  }
+}
+
+void OnPublish(redisAsyncContext* context, void* reply_data, void* privdata) {
+  const auto* reply = static_cast<const redisReply*>(reply_data);
+  if (reply == nullptr || reply->type != REDIS_REPLY_STRING) {
+    JoinOf(privdata).worker->run->Fail(JoinOf(privdata), Describe("XADD", context, reply));
+  }
+}
+
+// XREAD's reply: the stream's entries, or nil when it timed out.
+void OnBarrier(redisAsyncContext* context, void* reply_data, void* privdata) {
+  const auto* reply = static_cast<const redisReply*>(reply_data);
+  if (reply != nullptr && reply->type == REDIS_REPLY_NIL) {
+    JoinOf(privdata).worker->run->Fail(JoinOf(privdata), "barrier timed out");
+  } else if (reply == nullptr || reply->type != REDIS_REPLY_ARRAY) {
+    JoinOf(privdata).worker->run->Fail(JoinOf(privdata), Describe("XREAD", context, reply));
+  }
+}
+
+void OnRecord(redisAsyncContext* context, void* reply_data, void* privdata) {
+  const auto* reply = static_cast<const redisReply*>(reply_data);
+  Join& join = JoinOf(privdata);
+  AsyncRun& run = *join.worker->run;
+  if (reply == nullptr) {
+    run.Fail(join, Describe("GET", context, reply));
+    return;
+  }
+  if (reply->type != REDIS_REPLY_STRING) {
+    run.Fail(join, Describe("GET", context, reply));
+  } else if (std::string_view(reply->str, reply->len) != kRank0Record) {
+    run.Fail(join, "wrong record for rank 0: " + std::string(reply->str, reply->len));
+  } else if (!join.failed) {
+    ++run.done;
+  }
+  Close(context);
+}
+
+// INCR's reply ends the rank's join: the last rank publishes join/done, every rank queues the
+// barrier and the GET of rank 0's record in one write, and the worker moves on.
+void OnCount(redisAsyncContext* context, void* reply_data, void* privdata) {
+  const auto* reply = static_cast<const redisReply*>(reply_data);
+  Join& join = JoinOf(privdata);
+  AsyncRun& run = *join.worker->run;
+  if (reply == nullptr) {
+    run.Fail(join, Describe("INCR", context, reply));
+  } else if (reply->type != REDIS_REPLY_INTEGER || join.failed) {
+    run.Fail(join, Describe("INCR", context, reply));
+    Close(context);
+  } else {
+    const std::string rank = std::to_string(join.rank);
+    const bool last = reply->integer == static_cast<long long>(run.world_size);
+    const bool queued =
+        (!last || Command(context, OnPublish, join, {"XADD", "join/done", "*", "rank", rank})) &&
+        Command(context, OnBarrier, join,
+                {"XREAD", "BLOCK", kBarrierTimeoutMs, "STREAMS", "join/done", "0-0"}) &&
+        Command(context, OnRecord, join, {"GET", "ranks/0"});
+    if (!queued) {
+      run.Fail(join, "cannot queue the barrier");
+      Close(context);
+    }
+  }
+  StartNextRank(*join.worker);
+}
+
+// Connects the worker's next rank and queues its SET and INCR; ranks that fail to connect are
+// counted and skipped.
+void StartNextRank(Worker& worker) {
+  AsyncRun& run = *worker.run;
+  while (worker.next_rank < run.world_size) {
+    Join& join = run.joins[worker.next_rank];
+    join.worker = &worker;
+    join.rank = worker.next_rank;
+    worker.next_rank += run.stride;
+    redisAsyncContext* context = redisAsyncConnect(RedisHost(join.rank).c_str(), run.port);
+    if (context == nullptr) {
+      run.Fail(join, "redisAsyncConnect: out of memory");
+      continue;
+    }
+    if (context->err != 0) {
+      run.Fail(join, std::string("connect: ") + context->errstr);
+      redisAsyncFree(context);
+      continue;
+    }
+    HiredisAsio::Attach(context, worker.executor);
+    const std::string key = "ranks/" + std::to_string(join.rank);
+    const std::string record = Record(join.rank);
+    if (!Command(context, OnSet, join, {"SET", key, record}) ||
+        !Command(context, OnCount, join, {"INCR", "join/count"})) {
+      run.Fail(join, "cannot queue SET and INCR");
+      redisAsyncFree(context);
+      continue;
+    }
+    return;
+  }
+}
+
+// Seconds from the first connect until every rank has rank 0's record.
+double AsyncRendezvous(std::uint32_t world_size, const Args& args) {
+  AsyncRun run;
+  run.port = args.port;
+  run.world_size = world_size;
+  run.joins.resize(world_size);
+  const auto threads = static_cast<std::uint32_t>(std::max(1, args.threads));
+  const auto workers_per_thread = static_cast<std::uint32_t>(std::max(1, args.window));
+  run.stride = threads * workers_per_thread;
+  const auto started = Clock::now();
+  std::vector<std::thread> clients;
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    clients.emplace_back([&, t] {
+      boost::asio::io_context io(1);
+      std::vector<Worker> workers(workers_per_thread);
+      for (std::uint32_t w = 0; w < workers_per_thread; ++w) {
+        workers[w].run = &run;
+        workers[w].executor = io.get_executor();
+        workers[w].next_rank = t * workers_per_thread + w;
+        StartNextRank(workers[w]);
+      }
+      io.run();
+    });
+  }
+  for (auto& client : clients) {
+    client.join();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (run.done != world_size) {
+    throw std::runtime_error(std::to_string(run.failed.load()) + " of " +
+                             std::to_string(world_size) + " ranks failed, first: " +
+                             run.first_error);
+  }
+  return seconds;
+}
+
 int Main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
+  ::signal(SIGPIPE, SIG_IGN);
   rlimit limit{};
   ::getrlimit(RLIMIT_NOFILE, &limit);
   limit.rlim_cur = limit.rlim_max;
   ::setrlimit(RLIMIT_NOFILE, &limit);
-  std::printf("gloo RedisStore on port %d; %d processes x %d threads\n", args.port, args.processes,
-              args.threads);
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  const bool async = args.client == "async";
+  if (async) {
+    std::printf("hiredis async on port %d; RLIMIT_NOFILE %llu; %d client threads, %d ranks "
+                "joining per thread\n",
+                args.port, static_cast<unsigned long long>(limit.rlim_cur), args.threads,
+                args.window);
+  } else {
+    std::printf("gloo RedisStore on port %d; %d processes x %d threads\n", args.port,
+                args.processes, args.threads);
+  }
   for (const std::uint32_t n : args.ranks) {
+    if (async && n + 64 > limit.rlim_cur) {
+      std::printf("ranks=%u skipped: needs %u descriptors per process\n", n, n + 64);
+      continue;
+    }
     std::vector<double> runs;
     for (int r = 0; r < args.repetitions; ++r) {
-      runs.push_back(Rendezvous(n, args));
+      Flush(args.port);
+      runs.push_back(async ? AsyncRendezvous(n, args) : GlooRendezvous(n, args));
     }
     std::vector<double> sorted = runs;
     std::sort(sorted.begin(), sorted.end());
