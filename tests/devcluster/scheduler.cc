@@ -68,13 +68,12 @@ std::optional<std::int64_t> MilliCpu(const std::string& text) {
   return *cores * 1000;
 }
 
-// The resources in a requests/limits/allocatable/overhead map; unknown resources are ignored.
-// `present` says which of cpu, memory and gpus the map names.
+// The resources in a requests/limits/allocatable/overhead map; pods and ephemeral-storage are
+// left to their own checks. `cpu` and `memory` say whether the map names them.
 struct ParsedList {
   Resources resources;
   bool cpu = false;
   bool memory = false;
-  bool gpus = false;
 };
 
 bool ParseList(const json& list, ParsedList& out, std::string& error) {
@@ -82,33 +81,48 @@ bool ParseList(const json& list, ParsedList& out, std::string& error) {
     return true;
   }
   for (const auto& [name, value] : list.items()) {
-    const std::string text = QuantityText(value);
-    std::optional<std::int64_t> parsed;
-    if (name == "cpu") {
-      parsed = MilliCpu(text);
-      out.cpu = true;
-    } else if (name == "memory" || name == kGpuResource) {
-      parsed = api::ParseIntegerQuantity(text);
-      (name == "memory" ? out.memory : out.gpus) = true;
-    } else {
+    if (name == "pods" || name == "ephemeral-storage") {
       continue;
     }
+    const std::string text = QuantityText(value);
+    const std::optional<std::int64_t> parsed =
+        name == "cpu" ? MilliCpu(text) : api::ParseIntegerQuantity(text);
     if (!parsed) {
       error = "invalid quantity for " + name + ": \"" + text + "\"";
       return false;
     }
-    (name == "cpu" ? out.resources.milli_cpu : name == "memory" ? out.resources.memory : out.resources.gpus) =
-        *parsed;
+    if (name == "cpu") {
+      out.resources.milli_cpu = *parsed;
+      out.cpu = true;
+    } else if (name == "memory") {
+      out.resources.memory = *parsed;
+      out.memory = true;
+    } else if (*parsed != 0) {  // none of a resource is the same as not naming it
+      out.resources.scalar[name] = *parsed;
+    }
   }
   return true;
 }
 
 Resources Add(const Resources& a, const Resources& b) {
-  return {a.milli_cpu + b.milli_cpu, a.memory + b.memory, a.gpus + b.gpus};
+  Resources out{a.milli_cpu + b.milli_cpu, a.memory + b.memory, a.scalar};
+  for (const auto& [name, value] : b.scalar) {
+    out.scalar[name] += value;
+  }
+  return out;
 }
 
 Resources Max(const Resources& a, const Resources& b) {
-  return {std::max(a.milli_cpu, b.milli_cpu), std::max(a.memory, b.memory), std::max(a.gpus, b.gpus)};
+  Resources out{std::max(a.milli_cpu, b.milli_cpu), std::max(a.memory, b.memory), a.scalar};
+  for (const auto& [name, value] : b.scalar) {
+    out.scalar[name] = std::max(out.scalar[name], value);
+  }
+  return out;
+}
+
+std::int64_t Scalar(const Resources& resources, const std::string& name) {
+  const auto it = resources.scalar.find(name);
+  return it == resources.scalar.end() ? 0 : it->second;
 }
 
 // One container's requests: limits where requests are absent; with `non_zero`, the scoring
@@ -127,8 +141,8 @@ std::optional<Resources> ContainerRequests(const json& container, bool non_zero,
   if (!requests.memory && limits.memory) {
     out.memory = limits.resources.memory;
   }
-  if (!requests.gpus && limits.gpus) {
-    out.gpus = limits.resources.gpus;
+  for (const auto& [name, value] : limits.resources.scalar) {
+    out.scalar.emplace(name, value);  // only where requests do not name it
   }
   if (non_zero) {
     if (!requests.cpu && !limits.cpu) {
@@ -352,8 +366,10 @@ ScheduleResult Schedule(const json& pod, const std::vector<json>& nodes, const s
     if (wanted->memory > 0 && state.requested.memory + wanted->memory > state.allocatable.memory) {
       insufficient.push_back("Insufficient memory");
     }
-    if (wanted->gpus > 0 && state.requested.gpus + wanted->gpus > state.allocatable.gpus) {
-      insufficient.push_back(std::string("Insufficient ") + kGpuResource);
+    for (const auto& [name, want] : wanted->scalar) {
+      if (want > 0 && Scalar(state.requested, name) + want > Scalar(state.allocatable, name)) {
+        insufficient.push_back("Insufficient " + name);
+      }
     }
     if (!insufficient.empty()) {
       for (const std::string& reason : insufficient) {

@@ -5,27 +5,30 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace ringleader::devcluster {
 
-// The resources the scheduler accounts for: cpu in millicores, memory in bytes, whole GPUs.
+// The resources the scheduler accounts for: cpu in millicores, memory in bytes, and every other
+// resource but pods and ephemeral-storage (kube-scheduler's scalar resources: extended resources
+// such as nvidia.com/gpu and RDMA devices, hugepages) as whole units, absent meaning 0.
 struct Resources {
   std::int64_t milli_cpu = 0;
   std::int64_t memory = 0;
-  std::int64_t gpus = 0;  // nvidia.com/gpu
+  std::map<std::string, std::int64_t> scalar = {};
 
   bool operator==(const Resources&) const = default;
 };
 
 inline constexpr const char* kGpuResource = "nvidia.com/gpu";
 
-// A Pod's effective requests as Kubernetes computes them: limits stand in for absent requests;
-// restartable (sidecar) init containers add to the regular containers' sum; an ordinary init
-// container needs itself plus the sidecars started before it; the Pod needs the larger of the
-// two, plus spec.overhead. nullopt with `error` set when a quantity does not parse.
+// A Pod's effective requests as Kubernetes computes them, per resource: limits stand in for
+// absent requests; restartable (sidecar) init containers add to the regular containers' sum; an
+// ordinary init container needs itself plus the sidecars started before it; the Pod needs the
+// larger of the two (so GPUs an init container uses cost nothing extra), plus spec.overhead. nullopt with `error` set when a quantity does not parse.
 std::optional<Resources> PodRequests(const nlohmann::json& pod, std::string& error);
 
 struct ScheduleResult {

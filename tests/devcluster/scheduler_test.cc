@@ -68,7 +68,7 @@ Resources Requests(const json& pod) {
 TEST(SchedulerTest, LimitsStandInForAbsentRequestsPerResource) {
   const json pod = Pod("p", json::array({Container("a", {{"cpu", "250m"}}, {{"cpu", "1"}, {"memory", "1Gi"}}),
                                          Container("b", {}, {{kGpuResource, "2"}, {"cpu", "0.5"}})}));
-  EXPECT_EQ(Requests(pod), (Resources{750, 1 << 30, 2}));
+  EXPECT_EQ(Requests(pod), (Resources{750, 1 << 30, {{kGpuResource, 2}}}));
 }
 
 struct InitCase {
@@ -83,13 +83,14 @@ TEST(SchedulerTest, InitContainersNeedTheLargerOfTheirPeakAndTheRunningPodWhileS
   json sidecar = Container("sidecar", {{"cpu", "500m"}, {"memory", "256Mi"}, {kGpuResource, "1"}});
   sidecar["restartPolicy"] = "Always";
   const std::vector<InitCase> cases = {
-      {"no init containers", json::array(), {1000, 1 << 30, 0}},
-      {"an init container larger in cpu only", json::array({big_init}), {4000, 1 << 30, 0}},
-      {"a sidecar adds to the regular containers", json::array({sidecar}), {1500, (1 << 30) + (256 << 20), 1}},
+      {"no init containers", json::array(), {1000, 1 << 30, {}}},
+      {"an init container larger in cpu only", json::array({big_init}), {4000, 1 << 30, {}}},
+      {"a sidecar adds to the regular containers", json::array({sidecar}),
+       {1500, (1 << 30) + (256 << 20), {{kGpuResource, 1}}}},
       // The init container after the sidecar runs beside it: 4 + 0.5 cpu.
-      {"sidecar then init", json::array({sidecar, big_init}), {4500, (1 << 30) + (256 << 20), 1}},
+      {"sidecar then init", json::array({sidecar, big_init}), {4500, (1 << 30) + (256 << 20), {{kGpuResource, 1}}}},
       // Before the sidecar starts, the init container runs alone.
-      {"init then sidecar", json::array({big_init, sidecar}), {4000, (1 << 30) + (256 << 20), 1}},
+      {"init then sidecar", json::array({big_init, sidecar}), {4000, (1 << 30) + (256 << 20), {{kGpuResource, 1}}}},
   };
   for (const InitCase& c : cases) {
     json pod = Pod("p", json::array({main_container}));
@@ -101,7 +102,7 @@ TEST(SchedulerTest, InitContainersNeedTheLargerOfTheirPeakAndTheRunningPodWhileS
 TEST(SchedulerTest, OverheadAddsToThePod) {
   json pod = Pod("p", json::array({Container("main", {{"cpu", "1"}})}));
   pod["spec"]["overhead"] = {{"cpu", "100m"}, {"memory", "64Mi"}};
-  EXPECT_EQ(Requests(pod), (Resources{1100, 64 << 20, 0}));
+  EXPECT_EQ(Requests(pod), (Resources{1100, 64 << 20, {}}));
 }
 
 TEST(SchedulerTest, AnUnparsableQuantityIsNamed) {
@@ -232,6 +233,22 @@ TEST(SchedulerTest, GpusAreWholeAndNodesWithoutThemHaveNone) {
   EXPECT_EQ(Schedule(three, nodes, bound).message, "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
   const json two = Pod("p", json::array({Container("m", {{kGpuResource, "2"}})}));
   EXPECT_EQ(Schedule(two, nodes, bound).node, "gpu-node");
+}
+
+// The preflight's shape: a regular init container asks for what the trainers ask for together.
+TEST(SchedulerTest, DevicesOfAnInitContainerCostNothingBeyondTheAppContainersSum) {
+  constexpr const char* kRdma = "rdma/rdma_shared_device_a";
+  const json trainer = Container("trainer", {}, {{kGpuResource, "2"}, {kRdma, "1"}});
+  json pod = Pod("p", json::array({trainer, trainer}));
+  pod["spec"]["initContainers"] =
+      json::array({Container("preflight", {}, {{kGpuResource, "4"}, {kRdma, "2"}})});
+  EXPECT_EQ(Requests(pod), (Resources{0, 0, {{kGpuResource, 4}, {kRdma, 2}}}));
+  json node = Node("node-a");  // 4 GPUs
+  EXPECT_EQ(Schedule(pod, {node}, {}).message, "0/1 nodes are available: 1 Insufficient " + std::string(kRdma) + ".");
+  node["status"]["allocatable"][kRdma] = "2";
+  EXPECT_EQ(Schedule(pod, {node}, {}).node, "node-a");
+  pod["spec"]["initContainers"][0]["resources"]["limits"][kGpuResource] = "5";
+  EXPECT_EQ(Schedule(pod, {node}, {}).message, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
 }
 
 TEST(SchedulerTest, TooManyPodsWhenTheNodeIsFull) {

@@ -107,6 +107,9 @@ json NodeObject(const NodeConfig& config, const std::string& now) {
   if (config.gpus > 0) {
     resources[kGpuResource] = std::to_string(config.gpus);
   }
+  if (config.rdma > 0) {
+    resources[kRdmaResource] = std::to_string(config.rdma);
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
           {"metadata", {{"name", config.name}, {"labels", labels}}},

@@ -43,6 +43,16 @@ std::vector<json> DefaultNodeObjects() {
   return nodes;
 }
 
+TEST(NodeObjectTest, AdvertisesGpusAndRdmaDevicesOnlyWhenConfigured) {
+  const json plain = NodeObject(NodeConfig{.name = "node-a"}, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(plain["status"]["allocatable"]["nvidia.com/gpu"], "4");
+  EXPECT_FALSE(plain["status"]["capacity"].contains(kRdmaResource));
+  const json rdma = NodeObject(NodeConfig{.name = "node-a", .gpus = 0, .rdma = 2}, "2026-01-01T00:00:00Z");
+  EXPECT_EQ(rdma["status"]["capacity"]["rdma/rdma_shared_device_a"], "2");
+  EXPECT_EQ(rdma["status"]["allocatable"]["rdma/rdma_shared_device_a"], "2");
+  EXPECT_FALSE(rdma["status"]["allocatable"].contains("nvidia.com/gpu"));
+}
+
 TEST(PlanSchedulingTest, BindsInOrderThenReportsOnceAndPlansNothingOnAnUnchangedCluster) {
   std::vector<json> pods = {HostNetworkPod("p3", 29500), HostNetworkPod("p1", 29500), HostNetworkPod("p2", 29500)};
   pods[0]["metadata"]["creationTimestamp"] = "2026-01-01T00:00:01Z";  // oldest, though listed first by name

@@ -15,8 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-// Docker's default PATH, which images without their own ENV PATH get.
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr int kDefaultSecretMode = 0644;
 
 std::string StringAt(const json& object, const json::json_pointer& pointer) {
@@ -269,7 +267,10 @@ LaunchSpec ResolveLaunch(const json& pod, const json& container, const ImageMap&
   if (hostname.empty()) {
     hostname = StringAt(pod, "/metadata/name"_json_pointer);
   }
-  spec.env = {{"PATH", kDefaultPath}, {"HOME", "/root"}, {"HOSTNAME", hostname}};
+  spec.env = {{"PATH", kDefaultContainerPath}, {"HOME", "/root"}, {"HOSTNAME", hostname}};
+  for (const auto& [name, value] : context.device_env) {
+    spec.env[name] = value;
+  }
   for (const auto& [name, value] : container_env) {
     spec.env[name] = value;
   }

@@ -10,6 +10,9 @@
 
 namespace ringleader::devcluster::kubelet {
 
+// Docker's default PATH, which images without their own ENV PATH get.
+inline constexpr const char* kDefaultContainerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 // Container images stand for local programs. A container's image matches a key exactly
 // ("trainer:v2") or by its repository without tag and digest ("trainer").
 struct ImageMap {
@@ -23,6 +26,9 @@ struct LaunchContext {
   std::map<std::string, std::filesystem::path> volume_dirs;  // volume name -> host dir
   // status.hostIP; "" = the Pod's status.hostIP. Defaulted so designated initializers may omit it.
   std::string host_ip = {};
+  // What the runtime adds to this container's environment for its devices (DeviceEnvironment):
+  // set before the container's own `env`, which may override it, and not seen by $(VAR).
+  std::map<std::string, std::string> device_env = {};
 };
 
 struct Mount {
@@ -44,7 +50,8 @@ struct LaunchSpec {
 //  - program: the image's program, always. Kubernetes' `command` replaces the image's entrypoint;
 //    here the program stands for the whole image, so command[0] is dropped and argv[1..] is
 //    command[1..] followed by `args`, each with $(VAR) expanded from the container's `env`.
-//  - env: PATH, HOME=/root and HOSTNAME (spec.hostname, else metadata.name), then the `env` list
+//  - env: PATH, HOME=/root and HOSTNAME (spec.hostname, else metadata.name), context.device_env
+//    (NVIDIA_VISIBLE_DEVICES and the like, as the device plugin's Allocate answer), then the `env` list
 //    in order (a later entry replaces an earlier one of the same name): `value` with $(VAR)
 //    expanded from earlier entries, or valueFrom.fieldRef (metadata.name, .namespace, .uid,
 //    .labels['k'], .annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP,

@@ -184,6 +184,21 @@ TEST(ResolveLaunchTest, DefaultsAndHostnameAndLaterEntriesWin) {
   EXPECT_EQ(spec.env.at("X"), "2");
 }
 
+// The device plugin's env comes before the container's own, as the kubelet orders them, and
+// $(VAR) does not see it.
+TEST(ResolveLaunchTest, DeviceEnvIsSetAndTheContainersOwnEnvMayOverrideIt) {
+  LaunchContext context = Context();
+  context.device_env = {{"NVIDIA_VISIBLE_DEVICES", "2,3"}, {"RINGLEADER_DEVCLUSTER_DEVICES_RDMA_X", "1"}};
+  const json container = {{"name", "main"},
+                          {"image", "trainer"},
+                          {"env", {EnvEntry("RINGLEADER_DEVCLUSTER_DEVICES_RDMA_X", "7"),
+                                   EnvEntry("SEEN", "$(NVIDIA_VISIBLE_DEVICES)")}}};
+  const LaunchSpec spec = ResolveLaunch(Pod(), container, Images(), context);
+  EXPECT_EQ(spec.env.at("NVIDIA_VISIBLE_DEVICES"), "2,3");
+  EXPECT_EQ(spec.env.at("RINGLEADER_DEVCLUSTER_DEVICES_RDMA_X"), "7");
+  EXPECT_EQ(spec.env.at("SEEN"), "$(NVIDIA_VISIBLE_DEVICES)");
+}
+
 TEST(ResolveLaunchTest, MountsComeFromVolumeDirsWithSubPathAndReadOnly) {
   const json container = {{"name", "main"},
                           {"image", "trainer"},

@@ -29,6 +29,7 @@ using nlohmann::json;
 constexpr const char* kPodsKey = "/pods";
 constexpr const char* kServicesKey = "/services";
 constexpr const char* kSecretsKey = "/secrets";
+constexpr const char* kEventsKey = "/events";
 
 std::string Meta(const json& object, const char* field) {
   return object.contains("metadata") ? object["metadata"].value(field, "") : "";
@@ -41,18 +42,23 @@ std::string Spec(const json& object, const char* field) {
 }  // namespace
 
 struct Kubelet::Running {
+  std::string uid;
   std::string ns;
   std::string name;
   std::string network_key;  // "" when the Pod shares its Node's namespace
   std::string netns;
   std::string ip;
   std::filesystem::path dir;
+  std::map<std::string, std::map<std::string, std::string>> device_env;  // by container name
   std::unique_ptr<PodWorker> worker;
 };
 
 Kubelet::Kubelet(Store& store, const std::vector<NodeConfig>& nodes, KubeletOptions options)
     : store_(store), options_(std::move(options)) {
   std::filesystem::create_directories(options_.root_dir / "pods");
+  for (const NodeConfig& node : nodes) {
+    devices_.emplace(node.name, NodeDevices(NodeDeviceInventory(node)));
+  }
   std::string why;
   if (options_.isolate && PodNetwork::Supported(&why)) {
     NetworkOptions network;
@@ -141,6 +147,23 @@ void Kubelet::Pass() {
     }
   });
 
+  // Devices go back when their Pod has ended: finished, or deleted and its containers stopped.
+  std::set<std::string> holding;
+  for (const auto& [uid, running] : pods_) {
+    const std::string phase = running->worker->View().phase;
+    if (phase != "Succeeded" && phase != "Failed") {
+      holding.insert(uid);
+    }
+  }
+  for (const auto& running : stopping_) {
+    if (!running->worker->Finished()) {
+      holding.insert(running->uid);
+    }
+  }
+  for (auto& [node, devices] : devices_) {
+    devices.Retain(holding);
+  }
+
   std::set<std::string> wanted;
   std::vector<const json*> admitted;
   for (const json& pod : pods) {
@@ -154,7 +177,17 @@ void Kubelet::Pass() {
     if (pods_.count(uid) != 0 || phase == "Succeeded" || phase == "Failed") {
       continue;
     }
+    // Admission: the device manager allocates for every container before any starts.
+    const Admission admission = devices_.at(node).Allocate(pod);
+    if (!admission.admitted) {
+      Reject(pod, admission);
+      continue;
+    }
     auto running = std::make_unique<Running>();
+    running->uid = uid;
+    for (const auto& [container, devices] : admission.devices) {
+      running->device_env[container] = DeviceEnvironment(devices);
+    }
     running->ns = Meta(pod, "namespace");
     running->name = Meta(pod, "name");
     running->dir = PodDir(running->ns, running->name, uid);
@@ -197,6 +230,7 @@ void Kubelet::Pass() {
       environment.isolation = Isolation::kNone;
     }
     environment.images = options_.images;
+    environment.device_env = running.device_env;
     environment.max_grace = options_.max_grace;
     environment.restart_backoff = options_.restart_backoff;
     const std::string ns = running.ns;
@@ -238,6 +272,45 @@ void Kubelet::Pass() {
     RemoveAllButLogs(running.dir);
     it = stopping_.erase(it);
   }
+}
+
+void Kubelet::Reject(const json& pod, const Admission& admission) {
+  const std::string now = FormatTime(std::chrono::system_clock::now());
+  const std::string ns = Meta(pod, "namespace");
+  const std::string name = Meta(pod, "name");
+  const std::string uid = Meta(pod, "uid");
+  const std::string node = Spec(pod, "nodeName");
+  store_.Write([&](Store::Txn& txn) {
+    const json* current = txn.Get(kPodsKey, ns, name);
+    if (current == nullptr || Meta(*current, "uid") != uid) {
+      return;
+    }
+    json next = *current;
+    json& status = next["status"];
+    status["phase"] = "Failed";
+    status["reason"] = admission.reason;
+    status["message"] = "Pod was rejected: " + admission.message;
+    txn.Put(kPodsKey, std::move(next));
+    json event = {{"apiVersion", "v1"},
+                  {"kind", "Event"},
+                  {"metadata",
+                   {{"namespace", ns},
+                    {"name", GenerateName(name + ".")},
+                    {"uid", NewUid()},
+                    {"creationTimestamp", now}}},
+                  {"involvedObject",
+                   {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", ns}, {"name", name}, {"uid", uid}}},
+                  {"type", "Warning"},
+                  {"reason", admission.reason},
+                  {"message", admission.message},
+                  {"source", {{"component", "kubelet"}, {"host", node}}},
+                  {"reportingComponent", "kubelet"},
+                  {"reportingInstance", node},
+                  {"firstTimestamp", now},
+                  {"lastTimestamp", now},
+                  {"count", 1}};
+    txn.Put(kEventsKey, std::move(event));
+  });
 }
 
 void Kubelet::WriteStatus(const std::string& ns, const std::string& name, const std::string& uid, const PodView& view) {

@@ -1,7 +1,8 @@
 // devcluster's kubelet: runs the Pods bound to devcluster's simulated Nodes as local processes
 // (PodWorker), each Node and each Pod without hostNetwork in its own network namespace on one
 // bridge (PodNetwork), cluster DNS names in a shared hosts file, and Pod status written back to
-// the store. Without root: every Pod runs in this machine's network namespace, at its Node's
+// the store; a Node's GPUs and RDMA devices go to containers as the device plugin and the kubelet's
+// device manager hand them out (NodeDevices). Without root: every Pod runs in this machine's network namespace, at its Node's
 // 127.0.N.1 address, with mount paths rewritten to host paths.
 #pragma once
 
@@ -18,6 +19,7 @@
 
 #include "tests/devcluster/devcluster.h"
 #include "tests/devcluster/kubelet/container_spec.h"
+#include "tests/devcluster/kubelet/device_allocator.h"
 #include "tests/devcluster/kubelet/pod_network.h"
 #include "tests/devcluster/kubelet/pod_status.h"
 #include "tests/devcluster/store.h"
@@ -63,11 +65,14 @@ class Kubelet {
   void Run();
   void Pass();
   void WriteStatus(const std::string& ns, const std::string& name, const std::string& uid, const PodView& view);
+  // The kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: <message>", an Event.
+  void Reject(const nlohmann::json& pod, const Admission& admission);
 
   Store& store_;
   KubeletOptions options_;
   std::unique_ptr<PodNetwork> network_;
   std::map<std::string, Endpoint> nodes_;  // node name -> its namespace and address
+  std::map<std::string, NodeDevices> devices_;  // node name -> its GPUs and RDMA devices
   std::unique_ptr<HostsFile> hosts_;
   std::map<std::string, std::unique_ptr<Running>> pods_;  // by uid
   std::vector<std::unique_ptr<Running>> stopping_;

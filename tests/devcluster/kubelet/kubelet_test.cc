@@ -1,6 +1,6 @@
 // The kubelet over a real Store with real processes: native sidecar ordering gated by a startup
 // probe, status written back, a failed container's exit code and log tail, cluster DNS names
-// inside the Pods, and a deleted Pod's processes killed.
+// inside the Pods, a deleted Pod's processes killed, and the devices each container sees.
 #include "tests/devcluster/kubelet/kubelet.h"
 
 #include <gmock/gmock.h>
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -253,6 +254,63 @@ TEST_P(KubeletTest, DeletingAPodKillsItsProcesses) {
     std::this_thread::sleep_for(milliseconds(20));
   }
   EXPECT_NE(::kill(pid, 0), 0) << "process " << pid << " outlived its Pod";
+}
+
+// The preflight's shape on node-a's 4 GPUs: a native sidecar without GPUs, a regular init
+// container and the trainer with 2 each. The trainer sees the devices the preflight saw, the two
+// Pods see different ones, a Pod that finds none free is rejected, and ended Pods free theirs.
+TEST_P(KubeletTest, ContainersSeeTheirDevicesInNvidiaVisibleDevicesAsTheDeviceManagerHandsThemOut) {
+  const std::filesystem::path release = dir_ / "release";
+  const auto gpu_container = [&](const std::string& pod, const std::string& name, int gpus, const std::string& then) {
+    return json{{"name", name},
+                {"image", kShell},
+                {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}},
+                {"args",
+                 {"-c", "echo \"${NVIDIA_VISIBLE_DEVICES-unset}\" > " + (dir_ / (pod + "-" + name)).string() + "; " +
+                            then}}};
+  };
+  for (const std::string name : {"job-0", "job-1"}) {
+    json pod = ShellPod(name, "");
+    json sidecar = gpu_container(name, "sidecar", 0, "exec sleep 1000");
+    sidecar.erase("resources");
+    sidecar["restartPolicy"] = "Always";
+    pod["spec"]["initContainers"] = json::array({sidecar, gpu_container(name, "preflight", 2, "exit 0")});
+    pod["spec"]["containers"] = json::array(
+        {gpu_container(name, "trainer", 2, "while [ ! -f " + release.string() + " ]; do sleep 0.05; done")});
+    Put(kPods, pod);
+    WaitFor(name, Phase("Running"));
+  }
+  std::map<std::string, std::string> seen;
+  for (const std::string pod : {"job-0", "job-1"}) {
+    for (const std::string container : {"sidecar", "preflight", "trainer"}) {
+      seen[pod + "/" + container] = ReadFile(dir_ / (pod + "-" + container));
+    }
+  }
+  EXPECT_EQ(seen, (std::map<std::string, std::string>{{"job-0/sidecar", "unset\n"},
+                                                      {"job-0/preflight", "0,1\n"},
+                                                      {"job-0/trainer", "0,1\n"},
+                                                      {"job-1/sidecar", "unset\n"},
+                                                      {"job-1/preflight", "2,3\n"},
+                                                      {"job-1/trainer", "2,3\n"}}));
+
+  // The scheduler would not bind it; bound by hand, the kubelet refuses it as a real one does.
+  json greedy = ShellPod("greedy", "exit 0");
+  greedy["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1";
+  Put(kPods, greedy);
+  const json rejected = WaitFor("greedy", Phase("Failed"));
+  EXPECT_EQ(rejected["status"]["reason"], "UnexpectedAdmissionError");
+  EXPECT_EQ(rejected["status"]["message"],
+            "Pod was rejected: Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. "
+            "Requested: 1, Available: 0, which is unexpected");
+
+  std::ofstream(release).put('\n');
+  WaitFor("job-0", Phase("Succeeded"));
+  WaitFor("job-1", Phase("Succeeded"));
+  json after = ShellPod("after", "");
+  after["spec"]["containers"] = json::array({gpu_container("after", "main", 4, "exit 0")});
+  Put(kPods, after);
+  WaitFor("after", Phase("Succeeded"));
+  EXPECT_EQ(ReadFile(dir_ / "after-main"), "0,1,2,3\n");
 }
 
 TEST_P(KubeletTest, APodGetsItsNodesAddressWithoutIsolation) {

@@ -153,6 +153,8 @@ bool PodWorker::Prepare() {
   for (auto* list : {&init_, &main_}) {
     for (auto& container : *list) {
       try {
+        const auto devices = env_.device_env.find(container->view.name);
+        context.device_env = devices == env_.device_env.end() ? std::map<std::string, std::string>() : devices->second;
         container->launch = ResolveLaunch(pod_, container->spec, env_.images, context);
       } catch (const std::exception& e) {
         return waiting("CreateContainerConfigError", e.what());

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -33,6 +34,8 @@ struct PodEnvironment {
   std::filesystem::path dir;  // the Pod's own folder: volumes and container logs
   std::filesystem::path hosts_file;
   ImageMap images;
+  // Container name -> the env the runtime adds for the devices allocated to it (DeviceEnvironment).
+  std::map<std::string, std::map<std::string, std::string>> device_env;
   Isolation isolation = Isolation::kAuto;
   // A Secret of the Pod's namespace by name, or nullopt while it does not exist.
   std::function<std::optional<nlohmann::json>(const std::string& name)> get_secret;
