@@ -1,6 +1,7 @@
 // Starts a container's process: every string, fd and mount point is prepared before fork, so the
 // child only makes system calls (the kubelet is multi-threaded) and reports a failed step by index.
 #include "tests/devcluster/kubelet/container_process.h"
+#include "tests/devcluster/kubelet/errno_text.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -58,7 +59,6 @@ struct ChildPlan {
 
 enum Step : int { kSignals, kSetsid, kSetns, kUnshare, kMakePrivate, kChdir, kRedirect, kExec, kFirstMount };
 
-std::string ErrnoText(int error) { return std::error_code(error, std::generic_category()).message(); }
 
 // A close-on-exec fd above 2, so dup2 onto 0..2 in the child never hits the fd itself.
 int KeepAbove2(int fd) {

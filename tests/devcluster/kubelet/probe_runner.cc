@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "tests/devcluster/kubelet/container_process.h"
+#include "tests/devcluster/kubelet/container_spec.h"
+#include "tests/devcluster/kubelet/errno_text.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -34,9 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kMaxExecOutput = 10 * 1024;  // the kubelet keeps at most 10 KiB of output
 constexpr std::size_t kMaxStatusLine = 4096;
-constexpr const char* kDefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-std::string ErrnoText(int error) { return std::error_code(error, std::generic_category()).message(); }
 
 class UniqueFd {
  public:
@@ -302,7 +301,7 @@ std::optional<std::filesystem::path> LookPath(const std::string& name, const Lau
     return name;
   }
   auto it = container.env.find("PATH");
-  const std::string path = it != container.env.end() ? it->second : kDefaultPath;
+  const std::string path = it != container.env.end() ? it->second : kDefaultContainerPath;
   std::size_t start = 0;
   while (start <= path.size()) {
     const std::size_t end = std::min(path.find(':', start), path.size());
