@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 #include <boost/asio/ssl.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -73,7 +77,44 @@ class StreamSink : public WatchSink {
   pplx::task<void> replied_;
 };
 
-void Reply(http::http_request& request, const Response& response) {
+}  // namespace
+
+// The replies the listener is still writing. Stop closes the listener only once they are out:
+// cpprestsdk's listener closes its connections from the closing thread, and a reply whose write
+// starts on a connection closed under it crashes inside Asio (start_op on a closed socket).
+struct PendingReplies : std::enable_shared_from_this<PendingReplies> {
+  std::mutex mu;
+  std::condition_variable none;
+  int count = 0;
+
+  void Track(const pplx::task<void>& sent) {
+    {
+      std::lock_guard lock(mu);
+      ++count;
+    }
+    sent.then([self = shared_from_this()](pplx::task<void> done) {
+      try {
+        done.get();
+      } catch (const std::exception&) {
+        // The client hung up before reading the answer.
+      }
+      std::lock_guard lock(self->mu);
+      if (--self->count == 0) {
+        self->none.notify_all();
+      }
+    });
+  }
+
+  // False when some reply is still being written after `limit` (a client that stopped reading).
+  bool WaitForNone(std::chrono::seconds limit) {
+    std::unique_lock lock(mu);
+    return none.wait_for(lock, limit, [this] { return count == 0; });
+  }
+};
+
+namespace {
+
+void Reply(http::http_request& request, const Response& response, PendingReplies& pending) {
   http::http_response out(static_cast<http::status_code>(response.code));
   for (const auto& [name, value] : response.headers) {
     out.headers().add(name, value);
@@ -81,13 +122,7 @@ void Reply(http::http_request& request, const Response& response) {
   out.set_body(response.body, response.content_type);
   out.headers().set_content_type(response.content_type);
   try {
-    request.reply(out).then([](pplx::task<void> sent) {
-      try {
-        sent.get();
-      } catch (const std::exception&) {
-        // The client hung up before reading the answer.
-      }
-    });
+    pending.Track(request.reply(out));
   } catch (const std::exception&) {
     // Already answered (a watch that failed after its headers went out); nothing more to say.
   }
@@ -116,7 +151,8 @@ Server::Server(const Options& options)
                      }),
       audit_(options.audit_log.empty() ? nullptr : std::make_unique<AuditLog>(options.audit_log)),
       resources_(api_, catalog_, std::chrono::minutes(30)),
-      watches_(store_, faults_, options.bookmark_interval) {
+      watches_(store_, faults_, options.bookmark_interval),
+      pending_replies_(std::make_shared<PendingReplies>()) {
   faults_.SetHooksForServer([this] { store_.Wake(); }, [this] { store_.Compact(); });
   for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
     api_.EnsureNamespace(ns);
@@ -207,6 +243,14 @@ void Server::Stop() {
     kubelet_->Stop();
   }
   watches_.StopAll();
+  {
+    std::unique_lock lock(mu_);
+    idle_.wait(lock, [this] { return in_flight_ == 0; });
+  }
+  // Every handler has replied; let the replies go out before the listener closes their
+  // connections. A client that stopped reading holds its reply; after the grace period the
+  // close cuts it.
+  pending_replies_->WaitForNone(std::chrono::seconds(5));
   if (listener_) {
     try {
       listener_->close().wait();
@@ -214,15 +258,13 @@ void Server::Stop() {
       // Closing a listener that failed half-way; nothing left to release.
     }
   }
-  std::unique_lock lock(mu_);
-  idle_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
 void Server::Handle(http::http_request request) {
   {
     std::lock_guard lock(mu_);
     if (stopped_) {
-      request.reply(http::status_codes::ServiceUnavailable);
+      pending_replies_->Track(request.reply(http::status_codes::ServiceUnavailable));
       return;
     }
     ++in_flight_;
@@ -242,7 +284,7 @@ void Server::Handle(http::http_request request) {
   };
   const std::optional<UserInfo> user = authenticator_.Authenticate(header("Authorization"));
   if (!user) {
-    Reply(request, ErrorResponse(Unauthorized()));
+    Reply(request, ErrorResponse(Unauthorized()), *pending_replies_);
     done();
     return;
   }
@@ -252,7 +294,7 @@ void Server::Handle(http::http_request request) {
         "the request body is " + std::to_string(length) + " bytes, over the limit of " +
         std::to_string(options_.max_body_bytes)));
     response.headers.emplace_back("Connection", "close");
-    Reply(request, response);
+    Reply(request, response, *pending_replies_);
     done();
     return;
   }
@@ -267,7 +309,7 @@ void Server::Handle(http::http_request request) {
     parsed.content_type = header("Content-Type");
     Authorize(*user, parsed);
   } catch (const ApiError& error) {
-    Reply(request, ErrorResponse(error));
+    Reply(request, ErrorResponse(error), *pending_replies_);
     done();
     return;
   }
@@ -282,12 +324,12 @@ void Server::Handle(http::http_request request) {
       }
       parsed.body.assign(body.begin(), body.end());
       if (std::optional<Response> response = Dispatch(parsed, request)) {
-        Reply(request, *response);
+        Reply(request, *response, *pending_replies_);
       }
     } catch (const ApiError& error) {
-      Reply(request, ErrorResponse(error));
+      Reply(request, ErrorResponse(error), *pending_replies_);
     } catch (const std::exception& e) {
-      Reply(request, ErrorResponse(InternalError(e.what())));
+      Reply(request, ErrorResponse(InternalError(e.what())), *pending_replies_);
     }
     done();
   });
@@ -357,6 +399,7 @@ void Server::StartWatch(http::http_request& raw, WatchSpec spec) {
   response.headers().set_content_type("application/json");
   response.headers().add("Cache-Control", "no-cache, private");
   pplx::task<void> replied = raw.reply(response);
+  pending_replies_->Track(replied);
   watches_.Start(std::move(spec), std::make_unique<StreamSink>(buffer, replied));
 }
 

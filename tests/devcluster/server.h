@@ -34,6 +34,8 @@ class http_listener;
 
 namespace ringleader::devcluster {
 
+struct PendingReplies;
+
 class Server {
  public:
   // Starts listening; throws std::runtime_error naming what failed.
@@ -75,6 +77,8 @@ class Server {
   std::unique_ptr<SchedulingController> scheduler_;  // with Options::schedule_pods
   std::unique_ptr<kubelet::Kubelet> kubelet_;        // with Options::run_pods
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  // Replies still being written (server.cc). Shared: a reply's completion may run after Stop.
+  std::shared_ptr<PendingReplies> pending_replies_;
 
   std::mutex mu_;
   std::condition_variable idle_;
