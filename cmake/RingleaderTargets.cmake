@@ -75,7 +75,8 @@ set_property(CACHE RINGLEADER_TESTS PROPERTY STRINGS all unit integration)
 option(RINGLEADER_UNIT_TESTS_PER_PROGRAM "Register unit tests as one ctest entry per program" OFF)
 
 # ringleader_test(SOURCE DEPS ...): one GoogleTest program per *_test.cc, each TEST its own ctest
-# entry. The working directory is the source root so tests can read crds/ and examples/.
+# entry (each program one, with RINGLEADER_UNIT_TESTS_PER_PROGRAM). The working directory is the
+# source root so tests can read crds/ and examples/.
 function(ringleader_test source)
   cmake_parse_arguments(ARG "" "" "DEPS;LABELS" ${ARGN})
   file(RELATIVE_PATH dir "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -42,12 +44,28 @@ std::string ConditionMessage(const json& job, const std::string& type) {
 }
 
 // Every process of the job: its sidecars carry RINGLEADER_JOB_NAME, its trainers MASTER_ADDR.
-std::vector<int> JobProcesses(const std::string& job) {
-  std::vector<int> pids = ProcessesWithEnv({"RINGLEADER_JOB_NAME=" + job});
+// The job's sidecars (RINGLEADER_JOB_NAME) and trainers (MASTER_ADDR), each process once.
+std::set<int> JobProcesses(const std::string& job) {
+  std::set<int> pids;
+  for (const int pid : ProcessesWithEnv({"RINGLEADER_JOB_NAME=" + job})) {
+    pids.insert(pid);
+  }
   for (const int pid : ProcessesWithEnv({"MASTER_ADDR=" + job + "-0." + job + ".default.svc.cluster.local"})) {
-    pids.push_back(pid);
+    pids.insert(pid);
   }
   return pids;
+}
+
+// "pid: argv..." per process, for a failure message.
+std::string CommandLines(const std::set<int>& pids) {
+  std::string out;
+  for (const int pid : pids) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    out += std::to_string(pid) + ": " + cmdline + "\n";
+  }
+  return out;
 }
 
 class EndToEndTest : public ::testing::Test {
@@ -136,7 +154,8 @@ TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
   const json running = bed_->WaitForJob("long", Running, seconds(120));
   ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
   const int master_port = running["status"]["ports"]["master"];
-  ASSERT_EQ(JobProcesses("long").size(), 4u) << "two sidecars and two trainers";
+  const std::set<int> processes = JobProcesses("long");
+  ASSERT_EQ(processes.size(), 4u) << "two sidecars and two trainers:\n" << CommandLines(processes) << bed_->Diagnostics();
 
   const auto deleted_at = std::chrono::steady_clock::now();
   ASSERT_EQ(bed_->Kubectl({"delete", "trainingjob", "long"}).exit_code, 0);
