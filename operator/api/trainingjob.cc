@@ -361,6 +361,7 @@ TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
     comm.Time("lastProbeTime", &summary.last_probe_time);
     comm.String("preflight", &summary.preflight);
     comm.String("slowestRank", &summary.slowest_rank);
+    comm.String("transport", &summary.transport);
     out.communication = summary;
   }
   return out;
@@ -420,6 +421,9 @@ json StatusToJson(const TrainingJobStatus& status) {
     }
     if (!comm.slowest_rank.empty()) {
       summary["slowestRank"] = comm.slowest_rank;
+    }
+    if (!comm.transport.empty()) {
+      summary["transport"] = comm.transport;
     }
     out["communication"] = std::move(summary);
   }

@@ -106,6 +106,7 @@ struct CommunicationStatus {
   std::optional<Time> last_probe_time;
   std::string preflight;               // "", "Passed" or "Failed"
   std::string slowest_rank;            // e.g. "3", empty when unknown
+  std::string transport;               // the preflight's, e.g. "NET/IB (mlx5_0:1, GDRDMA)"
   bool operator==(const CommunicationStatus&) const = default;
 };
 

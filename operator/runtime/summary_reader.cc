@@ -69,6 +69,7 @@ std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summar
   if (summary.slowest_rank) {
     status.slowest_rank = std::to_string(*summary.slowest_rank);
   }
+  status.transport = summary.transport;
   return status;
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <prometheus/registry.h>
 
@@ -29,7 +33,9 @@
 #include "sidecar/rendezvous/store_server.h"
 #include "sidecar/service/contract_file.h"
 #include "sidecar/service/endpoint_server.h"
+#include "sidecar/service/preflight_result.h"
 #include "sidecar/service/sidecar_metrics.h"
+#include "sidecar/collectives/nccl_transport.h"
 #ifdef RINGLEADER_WITH_NCCL
 #include "sidecar/collectives/nccl_communicator.h"
 #include "sidecar/gpu/gpu_inventory.h"
@@ -46,6 +52,47 @@ class RunFailure : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Key prefixes of the two rendezvous an operator-made Pod runs through rank 0's store: the
+// preflight container's (the same keys a whole sidecar uses) and, after it, the native
+// sidecar's own for its monitor.
+constexpr std::string_view kPreflightPhase = "";
+constexpr std::string_view kMonitorPhase = "monitor/";
+// NCCL_DEBUG_FILE's name in the run dir (<prefix>.<host>.<pid>), which the preflight reads back.
+constexpr std::string_view kNcclDebugPrefix = "nccl-debug";
+constexpr auto kResultPollInterval = std::chrono::milliseconds(200);
+
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
+// The devices the runtime gave this container, as a device plugin names them.
+std::string VisibleDevices() {
+  std::string devices = Env("NVIDIA_VISIBLE_DEVICES").value_or("");
+  if (const auto cuda = Env("CUDA_VISIBLE_DEVICES")) {
+    devices += (devices.empty() ? "" : " ") + std::string("CUDA_VISIBLE_DEVICES=") + *cuda;
+  }
+  return devices;
+}
+
+// RDMA counts as asked for when the operator gave the preflight RDMA devices, or the trainers'
+// NCCL_IB_* settings (other than switching IB off) came along.
+bool RdmaRequested(const SidecarConfig& config) {
+  if (!config.rdma_resources.empty()) {
+    return true;
+  }
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.starts_with("NCCL_IB_") && !text.starts_with("NCCL_IB_DISABLE=")) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::string NowRfc3339() {
   const std::time_t now = std::time(nullptr);
@@ -67,14 +114,20 @@ class SidecarRun {
         metrics_(*registry_, config.rank, config.world_size(), local_ranks_) {}
 
   int Run() {
+    if (config_.mode == Mode::kPodPreflight) {
+      return RunPodPreflight();
+    }
     try {
+      if (config_.mode == Mode::kSidecar) {
+        return RunPodSidecar();
+      }
       StartEndpoints();
       if (config_.rank == 0) {
         StartStoreServer();
       }
-      Rendezvous();
+      Rendezvous(kPreflightPhase);
       WriteContract();
-      MakeCommunicator();
+      MakeCommunicator(kPreflightPhase);
       return RunMode();
     } catch (const RunFailure& failure) {
       Log(std::string("failed: ") + failure.what());
@@ -107,15 +160,16 @@ class SidecarRun {
 
   void Log(const std::string& message) const {
     std::ostringstream line;
-    line << "ringleader-sidecar rank " << config_.rank << "/" << config_.world_size() << ": "
+    line << (config_.mode == Mode::kPodPreflight ? "ringleader-preflight" : "ringleader-sidecar")
+         << " rank " << config_.rank << "/" << config_.world_size() << ": "
          << message << "\n";
     std::cerr << line.str() << std::flush;
   }
 
-  void StartEndpoints() {
+  void StartEndpoints(const std::string& waiting_for = "rendezvous running") {
     endpoints_ = std::make_unique<EndpointServer>(config_.metrics_bind_address, config_.metrics_port,
                                                   *registry_, [this] { return CurrentSummary(); });
-    endpoints_->SetReady(false, "rendezvous running");
+    endpoints_->SetReady(false, waiting_for);
     metrics_.SetPreflightState(PreflightState::kPending);
     Log("serving /metrics, /healthz, /readyz and /summary on port " +
         std::to_string(endpoints_->port()));
@@ -158,7 +212,9 @@ class SidecarRun {
     return options;
   }
 
-  void Rendezvous() {
+  // Joins the ranks of `phase` (keys and barrier under that prefix); returns its seconds.
+  double Rendezvous(std::string_view phase) {
+    phase_ = std::string(phase);
     const auto started = Clock::now();
     const auto deadline = started + config_.rendezvous_timeout;
     const rendezvous::ClientOptions options = StoreClientOptions(deadline);
@@ -170,12 +226,13 @@ class SidecarRun {
     client_ = std::move(connected).value();
 
     const std::string record = OwnAddress();
-    if (auto set = client_->Set(rendezvous::RankRecordKey("ranks/", options.rank), record); !set) {
+    const std::string ranks_prefix = phase_ + "ranks/";
+    if (auto set = client_->Set(rendezvous::RankRecordKey(ranks_prefix, options.rank), record); !set) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
       throw RunFailure(set.error());
     }
     const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto barrier = client_->Barrier("join", std::max(remaining, std::chrono::milliseconds(1)));
+    auto barrier = client_->Barrier(phase_ + "join", std::max(remaining, std::chrono::milliseconds(1)));
     if (!barrier) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
       throw RunFailure(barrier.error());
@@ -186,7 +243,7 @@ class SidecarRun {
           barrier.value().missing_ranks, options.world_size,
           std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout)));
     }
-    auto master = client_->Get(rendezvous::RankRecordKey("ranks/", 0));
+    auto master = client_->Get(rendezvous::RankRecordKey(ranks_prefix, 0));
     if (!master || !master.value()) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
       throw RunFailure(master ? "rank 0 joined without publishing its address" : master.error());
@@ -196,6 +253,7 @@ class SidecarRun {
     metrics_.ObserveRendezvous(seconds);
     Log("rendezvous complete: " + std::to_string(config_.world_size()) + " ranks in " +
         std::to_string(seconds) + " s; rank 0 at " + master_addr_);
+    return seconds;
   }
 
   // The address peers reach this rank on: the pod IP the kubelet gives, else loopback for a
@@ -264,9 +322,10 @@ class SidecarRun {
     }
   }
 
-  void MakeCommunicator() {
+  void MakeCommunicator(std::string_view phase) {
     const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.preflight_timeout);
     SidecarInfo info;
+    info.measures = nccl_ ? "gpus" : "network";
     info.job = config_.job_name;
     info.job_namespace = config_.job_namespace;
     if (nccl_) {
@@ -288,7 +347,7 @@ class SidecarRun {
     ConnectStores(timeout);
     try {
       ranks_.emplace(collectives::LocalRanks::Connect(
-          local_ranks_, [&](int local) { return MakeLocalCommunicator(local, timeout); }));
+          local_ranks_, [&](int local) { return MakeLocalCommunicator(local, phase, timeout); }));
     } catch (const collectives::CommunicatorError& error) {
       throw RunFailure(DiagnosePeerFailure("connecting the communicator", error.what()));
     }
@@ -304,13 +363,13 @@ class SidecarRun {
   }
 
   std::unique_ptr<collectives::Communicator> MakeLocalCommunicator(
-      int local, std::chrono::milliseconds timeout) {
+      int local, std::string_view phase, std::chrono::milliseconds timeout) {
 #ifdef RINGLEADER_WITH_NCCL
     if (nccl_) {
       collectives::NcclOptions options;
       options.rank = GlobalRank(local);
       options.size = GlobalSize();
-      options.prefix = "nccl/0/";
+      options.prefix = std::string(phase) + "nccl/0/";
       options.device = local;
       options.timeout = timeout;
       return std::make_unique<collectives::NcclCommunicator>(StoreFor(local), options);
@@ -319,7 +378,7 @@ class SidecarRun {
     collectives::GlooOptions options;
     options.rank = GlobalRank(local);
     options.size = GlobalSize();
-    options.prefix = "gloo/0/";
+    options.prefix = std::string(phase) + "gloo/0/";
     options.hostname = OwnAddress();
     options.timeout = timeout;
     return std::make_unique<collectives::GlooCommunicator>(StoreFor(local), options);
@@ -335,6 +394,9 @@ class SidecarRun {
       case Mode::kMonitor:
         MarkReady(PreflightState::kDisabled);
         return RunMonitor();
+      case Mode::kSidecar:
+      case Mode::kPodPreflight:
+        break;  // Run() takes these before any of the above
       case Mode::kRun:
         if (config_.preflight_enabled) {
           if (!RunPreflight()) {
@@ -368,6 +430,39 @@ class SidecarRun {
   bool RunPreflight() {
     metrics_.SetPreflightState(PreflightState::kRunning);
     endpoints_->SetReady(false, "preflight running");
+    const PreflightResult result = Sweep();
+    ApplyPreflight(result);
+    return result.passed;
+  }
+
+  // What the communicator is and runs over; the start of every result.
+  PreflightResult CommunicatorResult() {
+    PreflightResult result;
+    result.enabled = config_.preflight_enabled;
+    result.ranks = GlobalSize();
+    result.local_ranks = local_ranks_;
+    result.devices = VisibleDevices();
+    result.rdma_requested = RdmaRequested(config_);
+    if (!ranks_) {
+      return result;
+    }
+    result.backend = std::string(ranks_->first().backend());
+    result.transport = std::string(ranks_->first().transport());
+    if (nccl_) {
+      // NCCL's own account of its transport, from the INFO lines it wrote into the run dir.
+      const collectives::NcclTransportSummary summary = collectives::SummariseNcclDebugFiles(
+          collectives::FindNcclDebugFiles(config_.run_dir, kNcclDebugPrefix, 256));
+      if (std::string label = collectives::NcclTransportLabel(summary); !label.empty()) {
+        label.resize(std::min(label.size(), contract::kMaxTransportBytes));
+        result.transport = std::move(label);
+      }
+      result.rdma_fallback = collectives::RdmaFallbackReason(summary, result.rdma_requested);
+    }
+    return result;
+  }
+
+  // The sweep on every local rank, judged; rank 0 (and a rank that saw it fail) prints the table.
+  PreflightResult Sweep() {
     collectives::ProbeOptions options;
     options.warmup_iters = config_.preflight_warmup_iterations;
     options.iters = config_.preflight_iterations;
@@ -384,28 +479,151 @@ class SidecarRun {
         });
     const PreflightVerdict verdict =
         JudgePreflight(rows, config_.preflight_min_bus_bandwidth, local_ranks_);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      RecordRow(rows[i], i == verdict.below_floor_row ? ProbeResult::kBelowFloor : ProbeResult::kOk);
-    }
-    UpdateSummary(verdict.passed ? "Passed" : "Failed", verdict.all_reduce_bus_bandwidth,
-                  verdict.slowest_rank);
-    const std::string table = collectives::FormatTable(rows);
-    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    PreflightResult result = CommunicatorResult();
+    result.passed = verdict.passed;
+    result.reason = verdict.reason;
+    result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    result.all_reduce_bus_bandwidth = verdict.all_reduce_bus_bandwidth;
+    result.slowest_rank = verdict.slowest_rank;
+    result.below_floor_row = verdict.below_floor_row;
+    result.rows = std::move(rows);
     if (config_.rank == 0 || !verdict.passed) {
-      std::cout << "# ringleader preflight, " << ranks_->first().backend() << ", " << GlobalSize()
-                << " ranks, " << seconds << " s\n"
-                << table << std::flush;
+      std::cout << "# ringleader preflight, " << result.backend << ", " << GlobalSize()
+                << " ranks, " << result.seconds << " s\n"
+                << "# transport: " << result.transport << "\n"
+                << collectives::FormatTable(result.rows) << std::flush;
     }
-    if (!verdict.passed) {
+    if (result.rdma_fallback) {
+      Log("warning: " + *result.rdma_fallback);
+    }
+    return result;
+  }
+
+  // Metrics, /summary and readiness from a preflight's result, whichever process ran it.
+  void ApplyPreflight(const PreflightResult& result) {
+    for (std::size_t i = 0; i < result.rows.size(); ++i) {
+      RecordRow(result.rows[i],
+                i == result.below_floor_row ? ProbeResult::kBelowFloor : ProbeResult::kOk);
+    }
+    if (!result.backend.empty()) {
+      metrics_.SetPreflightTransport(result.backend, result.transport, result.rdma_requested,
+                                     result.rdma_fallback.has_value());
+    }
+    if (result.rendezvous_seconds) {
+      metrics_.ObserveRendezvous(*result.rendezvous_seconds);
+    }
+    if (!result.backend.empty()) {
+      std::lock_guard lock(summary_mutex_);
+      summary_.backend = result.backend;
+      summary_.transport = result.transport;
+    }
+    if (!result.enabled && result.passed) {
+      MarkReady(PreflightState::kDisabled);
+      return;
+    }
+    UpdateSummary(result.passed ? "Passed" : "Failed", result.all_reduce_bus_bandwidth,
+                  result.slowest_rank);
+    if (!result.passed) {
       metrics_.SetPreflightState(PreflightState::kFailed);
-      endpoints_->SetReady(false, "preflight failed: " + verdict.reason);
-      Log("preflight failed: " + verdict.reason);
-      return false;
+      endpoints_->SetReady(false, "preflight failed: " + result.reason);
+      Log("preflight failed: " + result.reason);
+      return;
     }
     MarkReady(PreflightState::kPassed);
     Log("preflight passed: all_reduce bus bandwidth " +
-        FormatBandwidth(verdict.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size");
-    return true;
+        FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size");
+  }
+
+  // NCCL writes its INFO lines (INIT and NET: the net plugin, HCAs, interfaces, each channel's
+  // path) into the run dir, where CommunicatorResult reads them; set before NCCL starts.
+  void RouteNcclDebugToRunDir() const {
+    std::error_code error;
+    if (!nccl_ || !std::filesystem::is_directory(config_.run_dir, error)) {
+      return;
+    }
+    const std::string file = config_.run_dir + "/" + std::string(kNcclDebugPrefix) + ".%h.%p";
+    ::setenv("NCCL_DEBUG", "INFO", 1);
+    ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+    ::setenv("NCCL_DEBUG_FILE", file.c_str(), 1);
+  }
+
+  // The regular init container of an operator-made Pod: the trainers' devices and fabric
+  // settings, rank 0's store as a client, the contract for the trainers, the preflight, and its
+  // result for the sidecar. Exit 0 lets the kubelet start the trainers.
+  int RunPodPreflight() {
+    Log("devices: " + (VisibleDevices().empty() ? std::string("none given") : VisibleDevices()));
+    PreflightResult result;
+    try {
+      RouteNcclDebugToRunDir();
+      const double rendezvous_seconds = Rendezvous(kPreflightPhase);
+      WriteContract();
+      MakeCommunicator(kPreflightPhase);
+      result = config_.preflight_enabled ? Sweep() : CommunicatorResult();
+      if (!config_.preflight_enabled) {
+        result.passed = true;
+      }
+      result.rendezvous_seconds = rendezvous_seconds;
+    } catch (const std::exception& error) {
+      result = CommunicatorResult();
+      result.passed = false;
+      result.reason = error.what();
+    }
+    try {
+      WritePreflightResult(PreflightResultPath(), result);
+    } catch (const std::exception& error) {
+      Log(std::string("cannot hand the result to the sidecar: ") + error.what());
+      return kExitFailure;
+    }
+    if (!result.passed) {
+      Log((result.enabled && !result.rows.empty() ? "preflight failed: " : "failed: ") + result.reason);
+      return kExitFailure;
+    }
+    Log(result.enabled ? "preflight passed: all_reduce bus bandwidth " +
+                             FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) +
+                             " at the largest size"
+                       : "preflight disabled; rendezvous complete");
+    return kExitOk;
+  }
+
+  std::string PreflightResultPath() const { return config_.run_dir + "/preflight.json"; }
+
+  // The native sidecar of an operator-made Pod: the store (rank 0) and the endpoints for the
+  // job's life, the preflight container's result, then a monitor of its own.
+  int RunPodSidecar() {
+    if (config_.rank == 0) {
+      StartStoreServer();  // first: a started sidecar means a reachable store
+    }
+    StartEndpoints("waiting for the preflight container");
+    std::optional<PreflightResult> result = WaitForPreflightResult();
+    if (!result) {
+      Log("stopped");
+      return kExitOk;
+    }
+    ApplyPreflight(*result);
+    if (!result->passed || !config_.monitor_enabled) {
+      // A failed Pod is stopped by the kubelet; until then /readyz and /metrics say why.
+      return WaitForStop();
+    }
+    const double seconds = Rendezvous(kMonitorPhase);
+    metrics_.ObserveRendezvous(seconds);
+    MakeCommunicator(kMonitorPhase);
+    return RunMonitor();
+  }
+
+  // Polls the run dir for the preflight container's result; nullopt when stopped first.
+  std::optional<PreflightResult> WaitForPreflightResult() {
+    Log("waiting for the preflight container's result in " + PreflightResultPath());
+    while (!stop_.load()) {
+      try {
+        if (std::optional<PreflightResult> result = ReadPreflightResult(PreflightResultPath())) {
+          return result;
+        }
+      } catch (const PreflightResultError& error) {
+        throw RunFailure(std::string("the preflight container's result: ") + error.what());
+      }
+      std::this_thread::sleep_for(kResultPollInterval);
+    }
+    return std::nullopt;
   }
 
   void RecordRow(const collectives::ProbeRow& row, ProbeResult judged) {
@@ -544,7 +762,7 @@ class SidecarRun {
 
   // Turns a collective's failure into a message naming the rank that died (peer_diagnosis.h).
   std::string DiagnosePeerFailure(const std::string& what, const std::string& error) {
-    const auto diagnosis = rendezvous::DiagnosePeers(*client_, "");
+    const auto diagnosis = rendezvous::DiagnosePeers(*client_, phase_);
     return what + " failed: " +
            rendezvous::DescribePeerDiagnosis(diagnosis, static_cast<std::uint32_t>(config_.world_size())) +
            "; " + error;
@@ -566,6 +784,7 @@ class SidecarRun {
   std::vector<std::unique_ptr<GlooStoreAdapter>> stores_;
   std::optional<collectives::LocalRanks> ranks_;
   std::string master_addr_;
+  std::string phase_;  // key prefix of the rendezvous this process joined (kPreflightPhase, ...)
 };
 
 }  // namespace

@@ -81,6 +81,11 @@ inline constexpr std::string_view kRunDir = "RINGLEADER_RUN_DIR";
 inline constexpr std::string_view kPodName = "RINGLEADER_POD_NAME";
 inline constexpr std::string_view kPodIp = "RINGLEADER_POD_IP";
 inline constexpr std::string_view kNodeName = "RINGLEADER_NODE_NAME";
+// The RDMA resources (comma-separated names) the operator gave the preflight container: RDMA was
+// asked for, and NCCL falling back to sockets is reported.
+inline constexpr std::string_view kRdmaResources = "RINGLEADER_RDMA_RESOURCES";
+// Which part of a Pod this process plays (mode:: below); a local run leaves it unset ("run").
+inline constexpr std::string_view kMode = "RINGLEADER_MODE";
 
 // Names a user may not set in a trainer container: ringleader sets them and would otherwise be
 // silently overridden (or silently override the user).
@@ -92,12 +97,24 @@ inline constexpr std::array<std::string_view, 13> kReservedTrainerEnv = {
 inline constexpr std::string_view kReservedPrefix = "RINGLEADER_";
 }  // namespace env
 
+// Values of RINGLEADER_MODE the operator sets. In an operator-made Pod the native sidecar
+// (kSidecarContainerName) serves the endpoints and, on rank 0, the store for the job's life; the
+// regular init container kPreflightContainerName holds the trainers' devices and fabric
+// settings, joins the store, runs the preflight, writes the contract and its result into the run
+// dir and exits (0: passed), so the kubelet starts the trainers only after a passing preflight.
+namespace mode {
+inline constexpr std::string_view kSidecar = "sidecar";
+inline constexpr std::string_view kPodPreflight = "pod-preflight";
+}  // namespace mode
+
 // Sidecar HTTP endpoints, all served on the metrics port.
 namespace endpoint {
 inline constexpr std::string_view kMetrics = "/metrics";
+// 200 while the process serves: the native sidecar's startup and liveness probe (on rank 0 the
+// store listens before the endpoints do, so a started sidecar means a reachable store).
 inline constexpr std::string_view kHealthz = "/healthz";
-// 200 once the preflight passed (or is disabled): the Pod's startup probe, which holds the
-// trainer containers back until the fabric is proven.
+// 200 once the preflight passed (or is disabled). In a local run ("run" mode) it is what holds
+// trainers back; in an operator-made Pod the preflight init container's exit does that.
 inline constexpr std::string_view kReadyz = "/readyz";
 // JSON communication summary that the operator reads from rank 0.
 inline constexpr std::string_view kSummary = "/summary";
@@ -110,10 +127,13 @@ inline constexpr std::string_view kTokenFile = "/var/run/ringleader/token/token"
 inline constexpr std::string_view kRunDir = "/var/run/ringleader/run";
 // Written by the sidecar after rendezvous: rank 0's IP, ports, ranks, world size.
 inline constexpr std::string_view kContractFile = "/var/run/ringleader/run/contract.json";
+// Written by the preflight init container for the sidecar: its table, verdict and transport.
+inline constexpr std::string_view kPreflightResultFile = "/var/run/ringleader/run/preflight.json";
 }  // namespace path
 
 // Key of the job token inside the job's Secret.
 inline constexpr std::string_view kTokenSecretKey = "token";
 inline constexpr std::string_view kSidecarContainerName = "ringleader-sidecar";
+inline constexpr std::string_view kPreflightContainerName = "ringleader-preflight";
 
 }  // namespace ringleader::contract

@@ -154,6 +154,14 @@ bool ReadSummary(const json& object, Summary* out, std::string* error) {
     }
     out->slowest_rank = rank->get<int>();
   }
+
+  if (const json* transport = FindOptional(object, "transport")) {
+    if (!transport->is_string() || transport->get_ref<const std::string&>().size() > kMaxTransportBytes) {
+      return Fail(error, "transport: must be a string of at most " +
+                             std::to_string(kMaxTransportBytes) + " bytes, got " + Quote(*transport));
+    }
+    out->transport = transport->get<std::string>();
+  }
   return true;
 }
 
@@ -169,6 +177,9 @@ json SummaryToJson(const Summary& summary) {
   }
   if (summary.slowest_rank) {
     out["slowestRank"] = *summary.slowest_rank;
+  }
+  if (!summary.transport.empty()) {
+    out["transport"] = summary.transport;
   }
   return out;
 }

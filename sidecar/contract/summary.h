@@ -4,7 +4,11 @@
 //    "preflight": ""|"Passed"|"Failed",
 //    "lastProbeTime": "2026-11-29T18:00:00Z" (RFC 3339 UTC, optional),
 //    "allReduceBusBandwidthBytesPerSecond": 1.18e10 (finite number >= 0, optional),
-//    "slowestRank": 3 (integer >= 0, optional)}
+//    "slowestRank": 3 (integer >= 0, optional),
+//    "transport": "NET/IB (mlx5_0:1, GDRDMA)" (the preflight's, as NCCL named it; optional)}
+// "backend" and the bandwidth are the last probe's: in an operator-made Pod that is the
+// preflight's until the native sidecar's own monitor (Gloo unless it shares the trainers'
+// devices) reports.
 // Unknown members are ignored so either side can add some.
 #pragma once
 
@@ -16,12 +20,16 @@
 
 namespace ringleader::contract {
 
+// The longest transport description sent (the CRD's status.communication.transport maxLength).
+inline constexpr std::size_t kMaxTransportBytes = 256;
+
 struct Summary {
   std::string backend;
   std::string preflight;
   std::string last_probe_time;  // "" when no probe ran yet
   std::optional<double> all_reduce_bus_bandwidth;  // bytes per second
   std::optional<int> slowest_rank;
+  std::string transport;  // "" when not reported
   bool operator==(const Summary&) const = default;
 };
 

@@ -184,12 +184,13 @@ Backend ParseBackend(const std::string& text, const std::string& where) {
 }
 
 Mode ParseMode(const std::string& text, const std::string& where) {
-  for (const Mode mode : {Mode::kRun, Mode::kPreflight, Mode::kMonitor, Mode::kPairwise}) {
+  for (const Mode mode : {Mode::kRun, Mode::kPreflight, Mode::kMonitor, Mode::kPairwise,
+                          Mode::kSidecar, Mode::kPodPreflight}) {
     if (text == ModeName(mode)) {
       return mode;
     }
   }
-  Fail(where, Quoted(text) + " is not one of run, preflight, monitor, pairwise");
+  Fail(where, Quoted(text) + " is not one of run, preflight, monitor, pairwise, sidecar, pod-preflight");
 }
 
 std::string ShowBool(bool value) { return value ? "true" : "false"; }
@@ -250,8 +251,9 @@ const std::vector<Setting>& Settings() {
       {"backend", cenv::kBackend, "gloo|nccl|auto", "collective backend; auto: nccl with GPUs",
        false, [](S text, S where, C& c) { c.backend = ParseBackend(text, where); },
        [](const C& c) { return std::string(BackendName(c.backend)); }},
-      {"mode", env::kMode, "run|preflight|monitor|pairwise",
-       "run: preflight then monitor; pairwise: measure this rank's edges once", false,
+      {"mode", env::kMode, "run|preflight|monitor|pairwise|sidecar|pod-preflight",
+       "run: preflight then monitor; pairwise: measure this rank's edges once; sidecar and "
+       "pod-preflight: the two halves of an operator-made Pod", false,
        [](S text, S where, C& c) { c.mode = ParseMode(text, where); },
        [](const C& c) { return std::string(ModeName(c.mode)); }},
       {"preflight-enabled", cenv::kPreflightEnabled, "true|false",
@@ -328,6 +330,15 @@ const std::vector<Setting>& Settings() {
       {"node-name", cenv::kNodeName, "NAME", "the node this Pod runs on", false,
        [](S text, S where, C& c) { c.node_name = Word(text, "a node name", where); },
        [](const C& c) { return c.node_name; }},
+      {"rdma-resources", cenv::kRdmaResources, "NAME,...",
+       "RDMA resources this container was given; NCCL over sockets is then reported", false,
+       [](S text, S where, C& c) {
+         if (text.size() > 1024) {
+           Fail(where, "longer than 1024 characters");
+         }
+         c.rdma_resources = text;
+       },
+       [](const C& c) { return c.rdma_resources; }},
   };
   return settings;
 }
@@ -424,6 +435,8 @@ std::string_view ModeName(Mode mode) {
     case Mode::kPreflight: return "preflight";
     case Mode::kMonitor: return "monitor";
     case Mode::kPairwise: return "pairwise";
+    case Mode::kSidecar: return contract::mode::kSidecar;
+    case Mode::kPodPreflight: return contract::mode::kPodPreflight;
   }
   return "run";
 }

@@ -23,7 +23,7 @@ class SidecarConfigError : public std::invalid_argument {
 
 // Settings the operator does not inject; a user may set them in the sidecar's env.
 namespace env {
-inline constexpr std::string_view kMode = "RINGLEADER_MODE";
+using contract::env::kMode;
 inline constexpr std::string_view kMetricsBindAddress = "RINGLEADER_METRICS_BIND_ADDRESS";
 inline constexpr std::string_view kPreflightWarmupIterations = "RINGLEADER_PREFLIGHT_WARMUP_ITERATIONS";
 inline constexpr std::string_view kPreflightIterations = "RINGLEADER_PREFLIGHT_ITERATIONS";
@@ -33,11 +33,15 @@ inline constexpr std::string_view kLocalRanks = "RINGLEADER_LOCAL_RANKS";
 
 enum class Backend : std::uint8_t { kAuto, kGloo, kNccl };
 // "preflight": sweep once and exit; "monitor": periodic probes only; "pairwise": measure every
-// edge of this rank once; "run": preflight, then monitor.
-enum class Mode : std::uint8_t { kRun, kPreflight, kMonitor, kPairwise };
+// edge of this rank once; "run": preflight, then monitor. Those are whole sidecars in one process.
+// An operator-made Pod splits one in two (contract::mode): "sidecar" serves the endpoints and, on
+// rank 0, the store, takes the preflight's result from the run dir, then monitors with a
+// communicator of its own; "pod-preflight" joins the store as a client, writes the contract,
+// runs the preflight (or, disabled, only the rendezvous), writes its result and exits.
+enum class Mode : std::uint8_t { kRun, kPreflight, kMonitor, kPairwise, kSidecar, kPodPreflight };
 
 std::string_view BackendName(Backend backend);  // "auto", "gloo", "nccl"
-std::string_view ModeName(Mode mode);           // "run", "preflight", "monitor", "pairwise"
+std::string_view ModeName(Mode mode);  // "run", "preflight", ..., "sidecar", "pod-preflight"
 
 // The largest token file accepted; a job token is 32-64 bytes.
 inline constexpr std::size_t kMaxTokenBytes = 4096;
@@ -76,6 +80,8 @@ struct SidecarConfig {
   std::string token;  // the token file's content less one trailing newline; never empty
   std::string run_dir{contract::path::kRunDir};
   std::string contract_file{contract::path::kContractFile};  // default: run_dir/contract.json
+  // RDMA resources given to this container (the operator's list); any means RDMA was asked for.
+  std::string rdma_resources;
   std::string pod_name;
   std::string pod_ip;
   std::string node_name;

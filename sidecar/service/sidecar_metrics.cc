@@ -148,7 +148,18 @@ SidecarMetrics::SidecarMetrics(prometheus::Registry& registry, int rank, int wor
       info_(prometheus::BuildGauge()
                 .Name("ringleader_sidecar_info")
                 .Help("Always 1; the labels describe this sidecar")
-                .Register(registry)) {
+                .Register(registry)),
+      transport_info_(prometheus::BuildGauge()
+                          .Name("ringleader_sidecar_preflight_transport_info")
+                          .Help("Always 1; the transport the preflight's collectives ran over, "
+                                "as NCCL's own log names it")
+                          .Register(registry)),
+      rdma_fallback_(prometheus::BuildGauge()
+                         .Name("ringleader_sidecar_rdma_fallback")
+                         .Help("1 when the job asked for RDMA and the preflight's NCCL talked "
+                               "over sockets")
+                         .Register(registry)
+                         .Add({})) {
   // Every known series exists from the start, so rate() and absent() see a zero, not a gap.
   for (const ProbeResult result : kProbeResults) {
     probe_runs_.Add({{"collective", CollectiveLabel(kAllReduce)},
@@ -228,11 +239,26 @@ void SidecarMetrics::SetInfo(const SidecarInfo& info) {
   info_series_ = &info_.Add({{"backend", info.backend},
                              {"transport", info.transport},
                              {"nccl_version", info.nccl_version},
+                             {"measures", info.measures},
                              {"world_size", std::to_string(world_size_)},
                              {"rank", std::to_string(rank_)},
                              {"job", info.job},
                              {"namespace", info.job_namespace}});
   info_series_->Set(1);
+}
+
+void SidecarMetrics::SetPreflightTransport(const std::string& backend, const std::string& transport,
+                                           bool rdma_requested, bool rdma_fallback) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  if (transport_info_series_ != nullptr) {
+    transport_info_.Remove(transport_info_series_);
+  }
+  transport_info_series_ = &transport_info_.Add({{"backend", backend},
+                                                 {"transport", transport},
+                                                 {"rdma_requested", rdma_requested ? "true" : "false"},
+                                                 {"rdma_fallback", rdma_fallback ? "true" : "false"}});
+  transport_info_series_->Set(1);
+  rdma_fallback_.Set(rdma_fallback ? 1 : 0);
 }
 
 }  // namespace ringleader::sidecar

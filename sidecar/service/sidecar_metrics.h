@@ -41,6 +41,9 @@ struct SidecarInfo {
   std::string backend;       // "gloo" or "nccl"
   std::string transport;     // e.g. "tcp", "ib", "nvlink"
   std::string nccl_version;  // "" under gloo
+  // What the probes measure: "gpus" (nccl, the GPUs and the fabric behind them) or "network"
+  // (gloo, host memory over the Pod's network, as a native sidecar without devices does).
+  std::string measures;
   std::string job;
   std::string job_namespace;
 };
@@ -61,7 +64,12 @@ class SidecarMetrics {
   //   ringleader_sidecar_edge_bandwidth_bytes_per_second{local_rank,peer_rank,direction}
   //                                                            gauge, this sidecar's edges only
   //   ringleader_sidecar_preflight_state{state}                gauge, 1 for the current state
-  //   ringleader_sidecar_info{backend,transport,nccl_version,world_size,rank,job,namespace} = 1
+  //   ringleader_sidecar_info{backend,transport,nccl_version,measures,world_size,rank,job,
+  //                           namespace} = 1
+  //   ringleader_sidecar_preflight_transport_info{backend,transport,rdma_requested,rdma_fallback}
+  //                                                            = 1, what the preflight ran over
+  //   ringleader_sidecar_rdma_fallback                         gauge, 1 when RDMA was asked for
+  //                                                            and NCCL used sockets
   // The sidecar is Pod rank `rank` of `world_size` and drives `local_ranks` ranks of the probe
   // communicator: rank x local_ranks + l for local rank l, of world_size x local_ranks.
   // Methods are thread-safe.
@@ -86,6 +94,10 @@ class SidecarMetrics {
   void SetPreflightState(PreflightState state);
   // Replaces the info series (only one exists at a time).
   void SetInfo(const SidecarInfo& info);
+  // Replaces the preflight's transport series (only one exists at a time) and sets the fallback
+  // gauge. `transport` is NCCL's own account (collectives::NcclTransportLabel) or Gloo's "tcp".
+  void SetPreflightTransport(const std::string& backend, const std::string& transport,
+                             bool rdma_requested, bool rdma_fallback);
 
  private:
   const int rank_;
@@ -102,8 +114,11 @@ class SidecarMetrics {
   prometheus::Family<prometheus::Gauge>& edge_bandwidth_;
   prometheus::Family<prometheus::Gauge>& preflight_state_;
   prometheus::Family<prometheus::Gauge>& info_;
-  std::mutex mutex_;  // makes SetPreflightState and SetInfo whole
-  prometheus::Gauge* info_series_ = nullptr;  // guarded by mutex_
+  prometheus::Family<prometheus::Gauge>& transport_info_;
+  prometheus::Gauge& rdma_fallback_;
+  std::mutex mutex_;  // makes SetPreflightState, SetInfo and SetPreflightTransport whole
+  prometheus::Gauge* info_series_ = nullptr;            // guarded by mutex_
+  prometheus::Gauge* transport_info_series_ = nullptr;  // guarded by mutex_
 };
 
 }  // namespace ringleader::sidecar

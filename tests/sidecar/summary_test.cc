@@ -18,6 +18,7 @@ Summary FullSummary() {
   summary.last_probe_time = "2026-11-29T18:00:00Z";
   summary.all_reduce_bus_bandwidth = 1.18e10;
   summary.slowest_rank = 3;
+  summary.transport = "NET/IB (mlx5_0:1, GDRDMA)";
   return summary;
 }
 
@@ -32,9 +33,9 @@ TEST(SummaryTest, RoundTripsEveryMember) {
 
 TEST(SummaryTest, WritesTheDocumentedMemberNames) {
   const nlohmann::json json = SummaryToJson(FullSummary());
-  EXPECT_EQ(json, nlohmann::json::parse(R"({"backend": "nccl", "preflight": "Passed",
+  EXPECT_EQ(json, nlohmann::json::parse(R"js({"backend": "nccl", "preflight": "Passed",
       "lastProbeTime": "2026-11-29T18:00:00Z", "allReduceBusBandwidthBytesPerSecond": 1.18e10,
-      "slowestRank": 3})"));
+      "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)"})js"));
 }
 
 TEST(SummaryTest, OmitsOptionalMembersThatAreUnset) {
@@ -105,6 +106,9 @@ TEST(SummaryTest, RefusesEachBadMemberNamingIt) {
        "slowestRank: must be an integer >= 0"},
       {R"({"backend": "nccl", "preflight": "", "slowestRank": 18446744073709551615})",
        "slowestRank: must be an integer >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "transport": 3})", "transport: must be a string"},
+      {R"({"backend": "nccl", "preflight": "", "transport": ")" + std::string(257, 'x') + R"("})",
+       "transport: must be a string of at most 256 bytes"},
       {R"(["nccl"])", "summary must be a JSON object"},
       {R"("nccl")", "summary must be a JSON object"},
       {R"({"backend": "nccl", "preflight": "")", "summary is not valid JSON"},

@@ -29,18 +29,19 @@ SidecarWorld::SidecarWorld(const SidecarWorldOptions& options)
 }
 
 SidecarWorld::~SidecarWorld() {
+  pod_preflights_.clear();
   processes_.clear();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }
 
-void SidecarWorld::Start(int rank, const std::optional<std::string>& token) {
-  const auto rank_dir = dir_ / ("rank-" + std::to_string(rank));
-  std::filesystem::path token_file = dir_ / "token";
-  if (token) {
-    token_file = rank_dir / "token";
-    WriteFile(token_file, *token);
-  }
+std::filesystem::path SidecarWorld::run_dir(int rank) const {
+  return dir_ / ("rank-" + std::to_string(rank));
+}
+
+std::map<std::string, std::string> SidecarWorld::RankEnv(int rank,
+                                                         const std::filesystem::path& token_file) const {
+  const auto rank_dir = run_dir(rank);
   std::map<std::string, std::string> env = {
       {"RINGLEADER_JOB_NAME", "probe-test"},
       {"RINGLEADER_JOB_NAMESPACE", "default"},
@@ -74,11 +75,37 @@ void SidecarWorld::Start(int rank, const std::optional<std::string>& token) {
   for (const auto& [name, value] : options_.env) {
     env[name] = value;
   }
+  return env;
+}
+
+void SidecarWorld::Start(int rank, const std::optional<std::string>& token) {
+  std::filesystem::path token_file = dir_ / "token";
+  if (token) {
+    token_file = run_dir(rank) / "token";
+    WriteFile(token_file, *token);
+  }
   ChildOptions child;
   child.binary = RINGLEADER_SIDECAR_PATH;
-  child.env = env;
-  child.log = rank_dir / "log";
+  child.env = RankEnv(rank, token_file);
+  child.log = run_dir(rank) / "log";
   processes_[rank] = std::make_unique<ChildProcess>(child);
+}
+
+void SidecarWorld::StartPodPreflight(int rank, const std::map<std::string, std::string>& env) {
+  ChildOptions child;
+  child.binary = RINGLEADER_SIDECAR_PATH;
+  std::map<std::string, std::string> rank_env = RankEnv(rank, dir_ / "token");
+  rank_env["RINGLEADER_MODE"] = "pod-preflight";
+  for (const auto& [name, value] : env) {
+    rank_env[name] = value;
+  }
+  child.env = std::move(rank_env);
+  child.log = run_dir(rank) / "preflight-log";
+  pod_preflights_[rank] = std::make_unique<ChildProcess>(child);
+}
+
+std::string SidecarWorld::PodPreflightLog(int rank) const {
+  return ReadLog(run_dir(rank) / "preflight-log");
 }
 
 void SidecarWorld::StartAll() {

@@ -30,6 +30,12 @@ class SidecarWorld {
   // Starts one rank; `token` replaces the job token for this rank alone when given.
   void Start(int rank, const std::optional<std::string>& token = std::nullopt);
   void StartAll();
+  // Starts `rank`'s other half of an operator-made Pod: the same settings and run dir with
+  // RINGLEADER_MODE=pod-preflight and a log of its own (the world's mode is then "sidecar").
+  void StartPodPreflight(int rank, const std::map<std::string, std::string>& env = {});
+  ChildProcess& pod_preflight(int rank) { return *pod_preflights_.at(rank); }
+  std::string PodPreflightLog(int rank) const;
+  std::filesystem::path run_dir(int rank) const;
 
   ChildProcess& process(int rank) { return *processes_.at(rank); }
   std::string Log(int rank) const;
@@ -48,6 +54,9 @@ class SidecarWorld {
   int rendezvous_port_ = 0;
   std::vector<int> metrics_ports_;
   std::map<int, std::unique_ptr<ChildProcess>> processes_;
+  std::map<int, std::unique_ptr<ChildProcess>> pod_preflights_;
+
+  std::map<std::string, std::string> RankEnv(int rank, const std::filesystem::path& token_file) const;
 };
 
 }  // namespace ringleader::testing

@@ -308,7 +308,7 @@ TEST(SidecarConfigTest, EveryBadValueIsNamedWithItsVariableOrFlag) {
        "\"a b\" is not a host name or IP address"},
       {"RINGLEADER_BACKEND", "--backend", "mpi", "\"mpi\" is not one of auto, gloo, nccl"},
       {"RINGLEADER_MODE", "--mode", "train",
-       "\"train\" is not one of run, preflight, monitor, pairwise"},
+       "\"train\" is not one of run, preflight, monitor, pairwise, sidecar, pod-preflight"},
       {"RINGLEADER_PREFLIGHT_ENABLED", "--preflight-enabled", "yes", "\"yes\" is not true or false"},
       {"RINGLEADER_PREFLIGHT_MIN_BYTES", "--preflight-min-bytes", "1MB",
        "\"1MB\" is not a byte count (an integer, optionally with Ki, Mi, Gi, Ti, k, M, G or T)"},

@@ -68,7 +68,8 @@ TEST_F(SidecarMetricsTest, RegistersEveryFamilyWithItsType) {
   EXPECT_FALSE(Family("ringleader_sidecar_info").has_value());
   metrics_.ObserveProbe(Collective::kAllReduce, 1 << 20, 1e9, 1.5e9, 0.001);
   metrics_.SetEdgeBandwidth(0, 3, Direction::kSend, 1e9);
-  metrics_.SetInfo({"gloo", "tcp", "", "llama", "team-a"});
+  metrics_.SetInfo({"gloo", "tcp", "", "network", "llama", "team-a"});
+  metrics_.SetPreflightTransport("gloo", "tcp", false, false);
   const std::vector<std::pair<std::string, prometheus::MetricType>> expected = {
       {"ringleader_sidecar_bus_bandwidth_bytes_per_second", prometheus::MetricType::Gauge},
       {"ringleader_sidecar_algorithm_bandwidth_bytes_per_second", prometheus::MetricType::Gauge},
@@ -81,6 +82,8 @@ TEST_F(SidecarMetricsTest, RegistersEveryFamilyWithItsType) {
       {"ringleader_sidecar_edge_bandwidth_bytes_per_second", prometheus::MetricType::Gauge},
       {"ringleader_sidecar_preflight_state", prometheus::MetricType::Gauge},
       {"ringleader_sidecar_info", prometheus::MetricType::Gauge},
+      {"ringleader_sidecar_preflight_transport_info", prometheus::MetricType::Gauge},
+      {"ringleader_sidecar_rdma_fallback", prometheus::MetricType::Gauge},
   };
   for (const auto& [name, type] : expected) {
     const std::optional<prometheus::MetricFamily> family = Family(name);
@@ -239,15 +242,29 @@ TEST_F(SidecarMetricsTest, PreflightStateIsOneHot) {
 }
 
 TEST_F(SidecarMetricsTest, InfoIsOneSeriesWithTheIdentityLabels) {
-  metrics_.SetInfo({"gloo", "tcp", "", "llama", "team-a"});
-  metrics_.SetInfo({"nccl", "ib", "2.21.5", "llama", "team-a"});
+  metrics_.SetInfo({"gloo", "tcp", "", "network", "llama", "team-a"});
+  metrics_.SetInfo({"nccl", "ib", "2.21.5", "gpus", "llama", "team-a"});
   const auto info = Series("ringleader_sidecar_info");
   ASSERT_EQ(info.size(), 1u);  // the first call's series is gone
   const Labels expected = {{"backend", "nccl"},  {"transport", "ib"}, {"nccl_version", "2.21.5"},
-                           {"world_size", "4"}, {"rank", "2"},       {"job", "llama"},
-                           {"namespace", "team-a"}};
+                           {"measures", "gpus"}, {"world_size", "4"}, {"rank", "2"},
+                           {"job", "llama"},     {"namespace", "team-a"}};
   ASSERT_EQ(info.begin()->first, expected);
   EXPECT_EQ(info.begin()->second.gauge.value, 1);
+}
+
+TEST_F(SidecarMetricsTest, ThePreflightTransportIsOneSeriesAndTheFallbackAGauge) {
+  EXPECT_EQ(Series("ringleader_sidecar_rdma_fallback").begin()->second.gauge.value, 0);
+  metrics_.SetPreflightTransport("nccl", "NET/IB (mlx5_0:1)", true, false);
+  metrics_.SetPreflightTransport("nccl", "NET/Socket (eth0)", true, true);
+  const auto transport = Series("ringleader_sidecar_preflight_transport_info");
+  ASSERT_EQ(transport.size(), 1u);
+  const Labels expected = {{"backend", "nccl"},
+                           {"transport", "NET/Socket (eth0)"},
+                           {"rdma_requested", "true"},
+                           {"rdma_fallback", "true"}};
+  EXPECT_EQ(transport.begin()->first, expected);
+  EXPECT_EQ(Series("ringleader_sidecar_rdma_fallback").begin()->second.gauge.value, 1);
 }
 
 TEST_F(SidecarMetricsTest, NoLabelCarriesATimestampOrSequence) {
