@@ -110,6 +110,11 @@ class Trainer {
 
  private:
   int Train() {
+    // The devices the runtime gave this container (a device plugin's NVIDIA_VISIBLE_DEVICES), so
+    // a test can compare them with the ones the preflight container tested.
+    const char* devices = std::getenv("NVIDIA_VISIBLE_DEVICES");
+    std::printf("devices: %s\n", devices != nullptr && *devices != '\0' ? devices : "none given");
+    std::fflush(stdout);
     Bootstrap();
     const std::vector<Sample> shard =
         LoadShard(config_.seed, ShardOf(config_.samples, config_.rank, config_.world_size));

@@ -11,6 +11,7 @@ binaries=(
   "$build/tests/sidecar/gpu_inventory_test"
   "$build/tests/sidecar/collectives/nccl_communicator_test"
   "$build/sidecar/app/ringleader-sidecar"
+  "$build/tests/bench/nccl_allreduce_direct"
 )
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
