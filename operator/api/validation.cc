@@ -99,6 +99,16 @@ void CheckPort(const std::string& path, const json& value, const ValidationOptio
   }
 }
 
+// The sidecar and the preflight init container: a user container of either name would collide
+// with it, and plan.cc would read its status as ringleader's.
+bool IsInjectedContainerName(const json& name) {
+  return name == contract::kSidecarContainerName || name == contract::kPreflightContainerName;
+}
+
+std::string InjectedContainerMessage(const json& name) {
+  return "\"" + name.get<std::string>() + "\" is the name of a container ringleader injects";
+}
+
 void CheckContainer(const json& container, const std::string& path,
                     const ValidationOptions& options, Checker& check) {
   if (!container.is_object()) {
@@ -108,9 +118,8 @@ void CheckContainer(const json& container, const std::string& path,
   const json name = container.value("name", json());
   if (!name.is_string() || name.get<std::string>().empty()) {
     check.Add(path + ".name", "is required");
-  } else if (name.get<std::string>() == contract::kSidecarContainerName) {
-    check.Add(path + ".name", "\"" + std::string(contract::kSidecarContainerName) +
-                                  "\" is the name of the container ringleader injects");
+  } else if (IsInjectedContainerName(name)) {
+    check.Add(path + ".name", InjectedContainerMessage(name));
   }
   const json image = container.value("image", json());
   if (!image.is_string() || image.get<std::string>().empty()) {
@@ -174,10 +183,10 @@ void CheckTemplate(const TrainingJob& job, const ValidationOptions& options, Che
   }
   if (const json init = pod.value("initContainers", json()); init.is_array()) {
     for (std::size_t i = 0; i < init.size(); ++i) {
-      if (init[i].is_object() && init[i].value("name", json()) == contract::kSidecarContainerName) {
+      if (const json name = init[i].is_object() ? init[i].value("name", json()) : json();
+          IsInjectedContainerName(name)) {
         check.Add("spec.template.spec.initContainers[" + std::to_string(i) + "].name",
-                  "\"" + std::string(contract::kSidecarContainerName) +
-                      "\" is the name of the container ringleader injects");
+                  InjectedContainerMessage(name));
       }
     }
   }

@@ -25,8 +25,10 @@ struct PodView {
   std::string phase;
   bool deleting = false;
   bool ready = false;
-  bool sidecar_started = false;
+  bool preflight_passed = false;  // the preflight init container exited 0
+  bool trainers_done = false;     // Succeeded, or every app container exited 0
   std::string failure;  // why it failed, naming the container, when it did
+  std::string sidecar_failure;  // why its native sidecar exited non-zero, when it did
 
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
@@ -102,6 +104,13 @@ std::string Terminated(const json& container_status) {
   return text;
 }
 
+bool ExitedZero(const json& container_status) {
+  const json* state = Member(container_status, "state");
+  const json* terminated = state != nullptr ? Member(*state, "terminated") : nullptr;
+  const json* code = terminated != nullptr ? Member(*terminated, "exitCode") : nullptr;
+  return code != nullptr && code->is_number_integer() && code->get<std::int64_t>() == 0;
+}
+
 PodView ViewPod(const json& pod) {
   PodView view;
   static const json kEmptyObject = json::object();
@@ -131,32 +140,38 @@ PodView ViewPod(const json& pod) {
     }
   }
   for (const json& init : ArrayMember(status, "initContainerStatuses")) {
-    if (StringMember(init, "name") != contract::kSidecarContainerName) {
-      continue;
-    }
-    const json* started = Member(init, "started");
-    view.sidecar_started = started != nullptr && started->is_boolean() && started->get<bool>();
-    // A sidecar that exits non-zero before its startup probe ever passed failed the preflight
-    // (rendezvous timeout, bandwidth under the floor, a broken peer); the kubelet would only
-    // restart it, so the operator treats it as the Pod failing.
-    if (!view.sidecar_started && view.failure.empty()) {
+    const std::string& name = StringMember(init, "name");
+    if (name == contract::kPreflightContainerName) {
+      view.preflight_passed = ExitedZero(init);
+      // Rendezvous timeout, bandwidth under the floor, a broken peer: the trainers never start.
       if (std::string why = Terminated(init); !why.empty()) {
         view.failure = "preflight failed: " + why;
       }
+    } else if (name == contract::kSidecarContainerName) {
+      if (std::string why = Terminated(init); !why.empty()) {
+        view.sidecar_failure = "sidecar failed: " + why;
+      }
     }
   }
+  const json& containers = ArrayMember(status, "containerStatuses");
+  view.trainers_done = view.phase == "Succeeded" ||
+                       (!containers.empty() && std::all_of(containers.begin(), containers.end(), ExitedZero));
   if (view.phase == "Failed" && view.failure.empty()) {
-    for (const json& container : ArrayMember(status, "containerStatuses")) {
+    for (const json& container : containers) {
       if (std::string why = Terminated(container); !why.empty()) {
         view.failure = why;
         break;
       }
     }
-    if (view.failure.empty()) {
-      view.failure = "pod failed";
-      if (const std::string& reason = StringMember(status, "reason"); !reason.empty()) {
-        view.failure += " (" + reason + ")";
-      }
+  }
+  // A trainer's or the preflight's own failure says more than the sidecar's.
+  if (view.phase == "Failed" && view.failure.empty()) {
+    view.failure = view.sidecar_failure;
+  }
+  if (view.phase == "Failed" && view.failure.empty()) {
+    view.failure = "pod failed";
+    if (const std::string& reason = StringMember(status, "reason"); !reason.empty()) {
+      view.failure += " (" + reason + ")";
     }
   }
   return view;
@@ -201,6 +216,18 @@ class Planner {
     for (const json& pod : observed.pods) {
       if (IsControlledBy(pod, job_)) {
         pods_.push_back(ViewPod(pod));
+      }
+    }
+    // The kubelet would only restart a sidecar that exited non-zero, and a restarted one cannot
+    // rejoin its attempt (a monitor failure names the rank that is gone), so it fails the Pod.
+    // Not once some rank's trainers are done: the gang is ending, that rank's sidecar is stopped
+    // and the others' monitors lose a peer.
+    const bool ending = std::any_of(pods_.begin(), pods_.end(), [this](const PodView& pod) {
+      return pod.attempt == next_.restarts && pod.trainers_done;
+    });
+    for (PodView& pod : pods_) {
+      if (!ending && pod.failure.empty()) {
+        pod.failure = pod.sidecar_failure;
       }
     }
   }
@@ -492,13 +519,12 @@ class Planner {
     const auto all = [&current](auto predicate) {
       return std::all_of(current.begin(), current.end(), predicate);
     };
-    // With the preflight disabled a started sidecar proves only the rendezvous, so no
+    // With the preflight disabled the preflight container proves only the rendezvous, so no
     // PreflightPassed is claimed.
     if (job_.spec.communication.preflight.enabled && complete_gang &&
-        all([](const PodView* pod) { return pod->sidecar_started || pod->phase == "Succeeded"; })) {
+        all([](const PodView* pod) { return pod->preflight_passed || pod->phase == "Succeeded"; })) {
       if (!next_.IsTrue(kPreflightPassed)) {
-        Condition(kPreflightPassed, true, "PreflightPassed",
-                  "every rank's sidecar passed the preflight", "Normal");
+        Condition(kPreflightPassed, true, "PreflightPassed", "every rank's preflight passed", "Normal");
       }
     }
     if (complete_gang && all([](const PodView* pod) { return pod->phase == "Succeeded"; })) {

@@ -1,7 +1,12 @@
 // One rank's Pod: the user's template plus ringleader's identity, env contract, sidecar,
-// volumes and ports.
+// preflight init container, volumes and ports.
 #include "operator/planner/pod_builder.h"
 
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "operator/api/quantity.h"
@@ -17,8 +22,10 @@ namespace env = contract::env;
 constexpr std::string_view kTokenVolume = "ringleader-token";
 constexpr std::string_view kRunVolume = "ringleader-run";
 constexpr std::string_view kGpuResource = "nvidia.com/gpu";
-// Startup probe period; the threshold is derived from the preflight timeout.
+// The sidecar's startup probe: it only has to start serving (on rank 0, after its store
+// listens); the preflight runs in its own init container and is not waited for here.
 constexpr std::int64_t kStartupProbePeriodSeconds = 2;
+constexpr std::int64_t kStartupBudgetSeconds = 60;
 constexpr std::int64_t kMi = std::int64_t{1} << 20;
 constexpr std::int64_t kGi = std::int64_t{1} << 30;
 
@@ -63,8 +70,10 @@ json TrainerEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPo
   });
 }
 
+// What both of ringleader's containers read; `backend` is the one that container runs and `mode`
+// the part it plays (contract::mode).
 json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
-                const std::string& master_addr) {
+                const std::string& master_addr, api::Backend backend, std::string_view mode) {
   const api::TrainingJobSpec& spec = job.spec;
   const api::PreflightSpec& pf = spec.communication.preflight;
   const api::MonitorSpec& mon = spec.communication.monitor;
@@ -80,7 +89,7 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       EnvVar(env::kRendezvousAddr, master_addr),
       EnvVar(env::kRendezvousPort, std::to_string(ports.rendezvous)),
       EnvVar(env::kMetricsPort, std::to_string(ports.metrics)),
-      EnvVar(env::kBackend, std::string(api::BackendName(spec.EffectiveBackend()))),
+      EnvVar(env::kBackend, std::string(api::BackendName(backend))),
       EnvVar(env::kPreflightEnabled, flag(pf.enabled)),
       EnvVar(env::kPreflightMinBytes, std::to_string(pf.min_bytes)),
       EnvVar(env::kPreflightMaxBytes, std::to_string(pf.max_bytes)),
@@ -95,6 +104,7 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       FieldRefEnv(env::kPodName, "metadata.name"),
       FieldRefEnv(env::kPodIp, "status.podIP"),
       FieldRefEnv(env::kNodeName, "spec.nodeName"),
+      EnvVar(env::kMode, std::string(mode)),
   });
 }
 
@@ -106,38 +116,285 @@ json HttpProbe(std::string_view path, std::int32_t port, std::int64_t period,
           {"failureThreshold", failure_threshold}};
 }
 
+json RestrictedSecurityContext(bool ipc_lock) {
+  json capabilities = {{"drop", json::array({"ALL"})}};
+  if (ipc_lock) {
+    capabilities["add"] = json::array({"IPC_LOCK"});
+  }
+  return {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"capabilities", std::move(capabilities)}};
+}
+
+json RingleaderMounts() {
+  return json::array(
+      {{{"name", kTokenVolume}, {"mountPath", contract::path::kTokenDir}, {"readOnly", true}},
+       {{"name", kRunVolume}, {"mountPath", contract::path::kRunDir}}});
+}
+
+const json& ObjectAt(const json& object, const json::json_pointer& pointer) {
+  static const json kEmpty = json::object();
+  if (!object.contains(pointer)) {
+    return kEmpty;
+  }
+  const json& value = object.at(pointer);
+  return value.is_object() ? value : kEmpty;
+}
+
+const json& ArrayAt(const json& object, const json::json_pointer& pointer) {
+  static const json kEmpty = json::array();
+  if (!object.contains(pointer)) {
+    return kEmpty;
+  }
+  const json& value = object.at(pointer);
+  return value.is_array() ? value : kEmpty;
+}
+
+// The DRA claims the app containers reference (resources.claims), once per claim name, in the
+// order first seen.
+json AppClaims(const json& containers) {
+  json claims = json::array();
+  std::set<std::string> seen;
+  for (const json& container : containers) {
+    for (const json& claim : ArrayAt(container, "/resources/claims"_json_pointer)) {
+      const json name = claim.is_object() ? claim.value("name", json()) : json();
+      if (name.is_string() && seen.insert(name.get<std::string>()).second) {
+        claims.push_back(claim);
+      }
+    }
+  }
+  return claims;
+}
+
 json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
-                  const std::string& master_addr, const PlannerConfig& config) {
+                  const std::string& master_addr, const json& app_claims, const PlannerConfig& config) {
   const bool host_network = HostNetwork(job, config);
-  // The startup probe must outlast rendezvous plus the sweep, with a margin for process start.
-  const std::int64_t startup_budget = job.spec.communication.preflight.timeout_seconds + 30;
-  const std::int64_t startup_failures =
-      (startup_budget + kStartupProbePeriodSeconds - 1) / kStartupProbePeriodSeconds;
+  // Without DRA the sidecar holds no device and measures the Pod network with Gloo. A DRA claim
+  // can be shared by several containers, so with claims it holds the trainers' devices too.
+  const bool shares_claims = !app_claims.empty();
+  api::TrainingJobSpec runs = job.spec;
+  if (!shares_claims) {
+    runs.communication.backend = api::Backend::kGloo;
+  }
+  // The sweep runs in the preflight container; the sidecar's buffers are the monitor's.
+  runs.communication.preflight.enabled = false;
+  json resources = {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
+                    {"limits", {{"memory", api::FormatQuantity(SidecarMemoryLimitBytes(runs))}}}};
+  if (shares_claims) {
+    resources["claims"] = app_claims;
+  }
+  constexpr std::int64_t startup_failures =
+      (kStartupBudgetSeconds + kStartupProbePeriodSeconds - 1) / kStartupProbePeriodSeconds;
   return {
       {"name", contract::kSidecarContainerName},
       {"image", config.sidecar_image},
       // A native sidecar: starts before the trainers, stops after them, never holds the Pod open.
       {"restartPolicy", "Always"},
-      {"env", SidecarEnv(job, rank, attempt, ports, master_addr)},
+      {"env", SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(),
+                         contract::mode::kSidecar)},
       {"ports",
        json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
                     PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},
-      {"startupProbe", HttpProbe(contract::endpoint::kReadyz, ports.metrics,
+      {"startupProbe", HttpProbe(contract::endpoint::kHealthz, ports.metrics,
                                  kStartupProbePeriodSeconds, startup_failures)},
       {"livenessProbe", HttpProbe(contract::endpoint::kHealthz, ports.metrics, 10, 6)},
-      {"resources",
-       {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
-        {"limits", {{"memory", api::FormatQuantity(SidecarMemoryLimitBytes(job.spec))}}}}},
-      {"securityContext",
-       {{"allowPrivilegeEscalation", false},
-        {"readOnlyRootFilesystem", true},
-        {"capabilities", {{"drop", json::array({"ALL"})}}}}},
+      {"resources", std::move(resources)},
+      {"securityContext", RestrictedSecurityContext(false)},
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"volumeMounts",
-       json::array(
-           {{{"name", kTokenVolume}, {"mountPath", contract::path::kTokenDir}, {"readOnly", true}},
-            {{"name", kRunVolume}, {"mountPath", contract::path::kRunDir}}})},
+      {"volumeMounts", RingleaderMounts()},
   };
+}
+
+// The trainers' env that steers their fabric, which the preflight needs to measure the same one.
+bool IsFabricEnv(std::string_view name) {
+  if (name.starts_with(env::kReservedPrefix)) {
+    return false;  // validation refuses these in trainers; never let one override ours
+  }
+  return name.starts_with("NCCL_") || name.starts_with("UCX_") || name.starts_with("GLOO_") ||
+         name == "TP_SOCKET_IFNAME" || name == "CUDA_VISIBLE_DEVICES";
+}
+
+// The app containers' fabric env entries, verbatim (value or valueFrom); the first container to
+// set a name wins.
+json FabricEnv(const json& containers) {
+  json entries = json::array();
+  std::set<std::string> seen;
+  for (const json& container : containers) {
+    for (const json& entry : ArrayAt(container, "/env"_json_pointer)) {
+      const json name = entry.is_object() ? entry.value("name", json()) : json();
+      if (name.is_string() && IsFabricEnv(name.get<std::string>()) &&
+          seen.insert(name.get<std::string>()).second) {
+        entries.push_back(entry);
+      }
+    }
+  }
+  return entries;
+}
+
+// Every envFrom source of the app containers, once each: the operator cannot see which keys a
+// ConfigMap or Secret holds. The container's own env entries win over these.
+json AppEnvFrom(const json& containers) {
+  json sources = json::array();
+  for (const json& container : containers) {
+    for (const json& source : ArrayAt(container, "/envFrom"_json_pointer)) {
+      if (std::find(sources.begin(), sources.end(), source) == sources.end()) {
+        sources.push_back(source);
+      }
+    }
+  }
+  return sources;
+}
+
+// The app containers' mounts of shared memory and RDMA device nodes, one per path, first seen.
+json FabricMounts(const json& containers) {
+  json mounts = json::array();
+  std::set<std::string> seen;
+  for (const json& container : containers) {
+    for (const json& mount : ArrayAt(container, "/volumeMounts"_json_pointer)) {
+      const json path = mount.is_object() ? mount.value("mountPath", json()) : json();
+      if (!path.is_string()) {
+        continue;
+      }
+      const std::string& text = path.get_ref<const std::string&>();
+      if ((text == "/dev/shm" || text.starts_with("/dev/infiniband")) && seen.insert(text).second) {
+        mounts.push_back(mount);
+      }
+    }
+  }
+  return mounts;
+}
+
+// RDMA registers (locks) memory; a trainer given IPC_LOCK for that passes it to the preflight.
+bool AddsIpcLock(const json& containers) {
+  for (const json& container : containers) {
+    for (const json& capability : ArrayAt(container, "/securityContext/capabilities/add"_json_pointer)) {
+      if (capability == "IPC_LOCK" || capability == "CAP_IPC_LOCK") {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Devices and other extended resources; cpu, memory, ephemeral-storage and hugepages stay with
+// the trainers.
+bool IsDeviceResource(const std::string& name) {
+  return name != "cpu" && name != "memory" && name != "ephemeral-storage" && !name.starts_with("hugepages-");
+}
+
+std::optional<std::int64_t> IntegerAmount(const json& value) {
+  if (value.is_number_integer()) {
+    const auto amount = value.get<std::int64_t>();
+    return amount >= 0 ? std::optional(amount) : std::nullopt;
+  }
+  if (value.is_string()) {
+    return api::ParseIntegerQuantity(value.get_ref<const std::string&>());
+  }
+  return std::nullopt;
+}
+
+// Per device resource, the sum over the app containers of each one's request (else its limit).
+// The kubelet's device manager hands the devices it allocated to a regular init container to the
+// app containers that request the same resource after it, and the scheduler counts the larger of
+// the largest init container and the app containers' sum. So the trainers get exactly the devices
+// the preflight tested, and the preflight costs the job no extra device.
+json DeviceAmounts(const json& containers) {
+  struct Amount {
+    json first;  // the first container's value, kept as written when they cannot be summed
+    std::int64_t sum = 0;
+    bool integral = true;
+  };
+  std::map<std::string, Amount> amounts;
+  for (const json& container : containers) {
+    const json& requests = ObjectAt(container, "/resources/requests"_json_pointer);
+    const json& limits = ObjectAt(container, "/resources/limits"_json_pointer);
+    std::set<std::string> names;
+    for (const json* side : {&requests, &limits}) {
+      for (const auto& [name, value] : side->items()) {
+        names.insert(name);
+      }
+    }
+    for (const std::string& name : names) {
+      if (!IsDeviceResource(name)) {
+        continue;
+      }
+      const json& value = requests.contains(name) ? requests[name] : limits[name];
+      auto [it, inserted] = amounts.try_emplace(name);
+      Amount& amount = it->second;
+      if (inserted) {
+        amount.first = value;
+      }
+      const std::optional<std::int64_t> count = IntegerAmount(value);
+      // Extended resources are whole numbers; anything else is passed on, not summed.
+      if (!count || __builtin_add_overflow(amount.sum, *count, &amount.sum)) {
+        amount.integral = false;
+      }
+    }
+  }
+  json out = json::object();
+  for (const auto& [name, amount] : amounts) {
+    out[name] = amount.integral ? json(api::FormatQuantity(amount.sum)) : amount.first;
+  }
+  return out;
+}
+
+// The device resources that look like RDMA devices by name (rdma/rdma_shared_device_a,
+// nvidia.com/sriov_rdma_vf, ...), comma-separated: the preflight then reports NCCL falling back to
+// sockets. The sidecar accepts at most 1024 characters.
+std::string RdmaResources(const json& devices) {
+  std::string names;
+  for (const auto& [name, amount] : devices.items()) {
+    std::string lower = name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("rdma") != std::string::npos && names.size() + 1 + name.size() <= 1024) {
+      names += (names.empty() ? "" : ",") + name;
+    }
+  }
+  return names;
+}
+
+// A regular init container, last: it runs the preflight with the trainers' devices, fabric env
+// and mounts right before they start, and its exit (0: passed) is what lets them start.
+json BuildPreflight(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
+                    const std::string& master_addr, const json& containers, const PlannerConfig& config) {
+  json env_list = SidecarEnv(job, rank, attempt, ports, master_addr, job.spec.EffectiveBackend(),
+                             contract::mode::kPodPreflight);
+  const json devices = DeviceAmounts(containers);
+  if (const std::string rdma = RdmaResources(devices); !rdma.empty()) {
+    env_list.push_back(EnvVar(env::kRdmaResources, rdma));
+  }
+  for (json& entry : FabricEnv(containers)) {
+    env_list.push_back(std::move(entry));
+  }
+  json requests = {{"cpu", "100m"}, {"memory", "128Mi"}};
+  json limits = {{"memory", api::FormatQuantity(SidecarMemoryLimitBytes(job.spec))}};
+  for (const auto& [name, amount] : devices.items()) {
+    requests[name] = amount;
+    limits[name] = amount;
+  }
+  json resources = {{"requests", std::move(requests)}, {"limits", std::move(limits)}};
+  if (json claims = AppClaims(containers); !claims.empty()) {
+    resources["claims"] = std::move(claims);
+  }
+  json mounts = RingleaderMounts();
+  for (json& mount : FabricMounts(containers)) {
+    mounts.push_back(std::move(mount));
+  }
+  // No probes, lifecycle, ports or restartPolicy: the API server refuses probes on a regular init
+  // container, and the trainers' ports are not its to declare.
+  json preflight = {
+      {"name", contract::kPreflightContainerName},
+      {"image", config.sidecar_image},
+      {"env", std::move(env_list)},
+      {"resources", std::move(resources)},
+      {"securityContext", RestrictedSecurityContext(AddsIpcLock(containers))},
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
+      {"volumeMounts", std::move(mounts)},
+  };
+  if (json sources = AppEnvFrom(containers); !sources.empty()) {
+    preflight["envFrom"] = std::move(sources);
+  }
+  return preflight;
 }
 
 bool AsksForGpus(const json& container) {
@@ -231,17 +488,21 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   volumes.push_back({{"name", kRunVolume}, {"emptyDir", json::object()}});
   spec["volumes"] = std::move(volumes);
 
-  json init = json::array({BuildSidecar(job, rank, attempt, ports, master_addr, config)});
-  for (const json& container : spec.value("initContainers", json::array())) {
-    init.push_back(container);
-  }
-  spec["initContainers"] = std::move(init);
-
   const json trainer_env = TrainerEnv(job, rank, ports, master_addr);
   json& containers = spec["containers"];
   for (std::size_t i = 0; i < containers.size(); ++i) {
     AddTrainerParts(containers[i], trainer_env, i == 0, job, ports, host_network);
   }
+
+  // The sidecar first (it serves the store before anyone joins), the user's init containers, and
+  // the preflight last, built from the finished trainers, so the fabric is checked just before
+  // they start.
+  json init = json::array({BuildSidecar(job, rank, attempt, ports, master_addr, AppClaims(containers), config)});
+  for (const json& container : spec.value("initContainers", json::array())) {
+    init.push_back(container);
+  }
+  init.push_back(BuildPreflight(job, rank, attempt, ports, master_addr, containers, config));
+  spec["initContainers"] = std::move(init);
 
   return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};
 }

@@ -1,6 +1,7 @@
 // Builds one rank's Pod from the user's template: the env contract in every trainer container,
-// the ringleader sidecar as a native sidecar whose startup probe gates the trainers until the
-// preflight passes, DNS identity, volumes, ports (and host ports with hostNetwork) and GPUs.
+// the ringleader sidecar as a native sidecar, the preflight as the last init container (holding
+// the trainers' devices and fabric settings; the trainers start once it exits 0), DNS identity,
+// volumes, ports (and host ports with hostNetwork) and GPUs.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,10 @@ std::string PodName(const api::TrainingJob& job, std::int64_t rank);
 // default when the job leaves it unset.
 bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config);
 
-// The sidecar container's memory limit, in bytes. With Gloo the probes' buffers are host memory
-// and grow with the largest message the preflight or monitor sends; with NCCL they are on the
-// GPU, and the host holds pieces of fixed size. At least 1Gi.
+// The memory limit, in bytes, of a ringleader container that runs the probes `spec` enables (the
+// preflight container: `spec` itself; the sidecar: its backend, monitor only). With Gloo the
+// probes' buffers are host memory and grow with the largest message sent; with NCCL they are on
+// the GPU, and the host holds pieces of fixed size. At least 1Gi.
 std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec);
 
 nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,

@@ -43,6 +43,10 @@ bool EndToEnd::Supported(std::string* why) { return devcluster::kubelet::PodNetw
 std::string JobYaml(const JobSpec& job) {
   std::string yaml = "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + job.name +
                      "\n  namespace: default\nspec:\n  replicas: " + std::to_string(job.replicas) + "\n";
+  if (job.gpus_per_replica > 0) {
+    // The example trainer is one process per Pod, whatever its GPUs.
+    yaml += "  gpusPerReplica: " + std::to_string(job.gpus_per_replica) + "\n  processesPerReplica: 1\n";
+  }
   if (job.host_network) {
     yaml += "  networking:\n    hostNetwork: true\n";
   }

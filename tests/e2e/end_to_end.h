@@ -27,6 +27,7 @@ struct JobSpec {
   int backoff_limit = 2;
   bool host_network = false;
   int ttl_seconds_after_finished = -1;  // spec.runPolicy.ttlSecondsAfterFinished; -1 leaves it out
+  int gpus_per_replica = 0;             // spec.gpusPerReplica; 0 leaves it out (the backend stays gloo)
 };
 std::string JobYaml(const JobSpec& job);
 

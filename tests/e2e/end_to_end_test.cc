@@ -97,9 +97,12 @@ TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks)
     checksums.insert(match[1]);
   }
   EXPECT_EQ(checksums.size(), 1u);
-  const std::string sidecar = bed_->PodLog("demo-0", "ringleader-sidecar");
-  EXPECT_THAT(sidecar, HasSubstr("# ringleader preflight, gloo, 4 ranks"));
-  EXPECT_THAT(sidecar, HasSubstr("preflight passed"));
+  // The preflight init container ran the sweep and printed the table; the sidecar took its result.
+  const std::string preflight = bed_->PodLog("demo-0", "ringleader-preflight");
+  EXPECT_THAT(preflight, HasSubstr("# ringleader preflight, gloo, 4 ranks"));
+  EXPECT_THAT(preflight, HasSubstr("# transport: tcp"));
+  EXPECT_THAT(preflight, HasSubstr("preflight passed"));
+  EXPECT_THAT(bed_->PodLog("demo-0", "ringleader-sidecar"), HasSubstr("preflight passed"));
   EXPECT_EQ(job["status"]["replicas"]["succeeded"], 4) << job.dump(2);
 }
 

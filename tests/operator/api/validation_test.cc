@@ -328,6 +328,20 @@ TEST(ValidationTest, InitContainerMayNotUseTheSidecarName) {
                                               "ringleader-sidecar")));
 }
 
+// The preflight init container is injected as well (last in initContainers).
+TEST(ValidationTest, NoContainerMayUseThePreflightName) {
+  json object = ValidJob();
+  object["spec"]["template"]["spec"]["containers"].push_back(
+      {{"name", "ringleader-preflight"}, {"image", "x"}});
+  object["spec"]["template"]["spec"]["initContainers"] =
+      json::array({{{"name", "setup"}, {"image", "x"}}, {{"name", "ringleader-preflight"}, {"image", "x"}}});
+  EXPECT_THAT(Check(object),
+              ElementsAre(ErrorAt("spec.template.spec.containers[1].name",
+                                  "\"ringleader-preflight\" is the name of a container ringleader injects"),
+                          ErrorAt("spec.template.spec.initContainers[1].name",
+                                  "\"ringleader-preflight\" is the name of a container ringleader injects")));
+}
+
 TEST(ValidationTest, ReservedEnvNamesAreRejected) {
   std::vector<std::string> reserved(contract::env::kReservedTrainerEnv.begin(),
                                     contract::env::kReservedTrainerEnv.end());

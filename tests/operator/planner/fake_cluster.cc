@@ -104,18 +104,65 @@ void FakeCluster::Apply(const Plan& plan) {
 }
 
 void FakeCluster::SetPhase(const std::string& pod, const std::string& phase) {
-  pods_.at(pod)["status"]["phase"] = phase;
-}
-
-void FakeCluster::SetAllPhases(const std::string& phase) {
-  for (auto& [name, pod] : pods_) {
-    pod["status"]["phase"] = phase;
+  json& status = pods_.at(pod)["status"];
+  status["phase"] = phase;
+  // Trainers run only after every init container: the sidecar started, the preflight exited 0.
+  if (phase == "Running" || phase == "Succeeded") {
+    if (FindInitStatus(pod, "ringleader-sidecar") == nullptr) {
+      SetSidecarStarted(pod, true);
+    }
+    PassPreflight(pod);
   }
 }
 
+void FakeCluster::SetAllPhases(const std::string& phase) {
+  for (const auto& [name, pod] : pods_) {
+    SetPhase(name, phase);
+  }
+}
+
+json* FakeCluster::FindInitStatus(const std::string& pod, const std::string& container) {
+  json& status = pods_.at(pod)["status"];
+  if (!status.contains("initContainerStatuses")) {
+    return nullptr;
+  }
+  for (json& entry : status["initContainerStatuses"]) {
+    if (entry["name"] == container) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+void FakeCluster::SetInitStatus(const std::string& pod, const json& container_status) {
+  if (json* existing = FindInitStatus(pod, container_status["name"])) {
+    *existing = container_status;
+    return;
+  }
+  json& status = pods_.at(pod)["status"];
+  if (!status.contains("initContainerStatuses")) {
+    status["initContainerStatuses"] = json::array();
+  }
+  status["initContainerStatuses"].push_back(container_status);
+}
+
 void FakeCluster::SetSidecarStarted(const std::string& pod, bool started) {
-  pods_.at(pod)["status"]["initContainerStatuses"] =
-      json::array({{{"name", "ringleader-sidecar"}, {"started", started}, {"ready", started}}});
+  SetInitStatus(pod, {{"name", "ringleader-sidecar"}, {"started", started}, {"ready", started},
+                      {"state", started ? json{{"running", json::object()}} : json{{"waiting", json::object()}}}});
+}
+
+void FakeCluster::PassPreflight(const std::string& pod) {
+  SetInitStatus(pod, {{"name", "ringleader-preflight"},
+                      {"ready", false},
+                      {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}});
+}
+
+void FakeCluster::FailPreflight(const std::string& pod, int exit_code, const std::string& message) {
+  SetInitStatus(pod, {{"name", "ringleader-preflight"},
+                      {"ready", false},
+                      {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}});
+  // restartPolicy Never: a failed init container fails the Pod.
+  pods_.at(pod)["status"]["phase"] = "Failed";
 }
 
 void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std::string& reason) {
@@ -127,12 +174,12 @@ void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std
 }
 
 void FakeCluster::FailSidecar(const std::string& pod, int exit_code, const std::string& message) {
-  pods_.at(pod)["status"]["initContainerStatuses"] = json::array(
-      {{{"name", "ringleader-sidecar"},
-        {"started", false},
-        {"restartCount", 1},
-        {"lastState",
-         {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}}});
+  SetInitStatus(pod, {{"name", "ringleader-sidecar"},
+                      {"started", false},
+                      {"restartCount", 1},
+                      {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
+                      {"lastState",
+                       {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}});
 }
 
 void FakeCluster::AddForeignPod(const std::string& name) {

@@ -39,11 +39,17 @@ class FakeCluster {
   PlannerConfig& config() { return config_; }
   void set_summary(api::CommunicationStatus summary) { summary_ = std::move(summary); }
 
-  // Kubelet-like drivers.
+  // Kubelet-like drivers. A Pod set Running or Succeeded has its init containers done: the
+  // sidecar started (unless its status was set already) and the preflight exited 0.
   void SetPhase(const std::string& pod, const std::string& phase);
   void SetAllPhases(const std::string& phase);
   void SetSidecarStarted(const std::string& pod, bool started);
+  // The preflight init container exited 0 (the Pod's phase is left as it is).
+  void PassPreflight(const std::string& pod);
+  // The preflight init container exited non-zero with `message` (its log tail); the Pod fails.
+  void FailPreflight(const std::string& pod, int exit_code, const std::string& message);
   void FailContainer(const std::string& pod, int exit_code, const std::string& reason);
+  // The sidecar exited non-zero with `message` and the kubelet is restarting it.
   void FailSidecar(const std::string& pod, int exit_code, const std::string& message);
   // A Pod the job does not own, carrying the job's labels.
   void AddForeignPod(const std::string& name);
@@ -55,6 +61,9 @@ class FakeCluster {
 
  private:
   void Apply(const Plan& plan);
+  nlohmann::json* FindInitStatus(const std::string& pod, const std::string& container);
+  // Replaces the init container status of the same name, or adds it.
+  void SetInitStatus(const std::string& pod, const nlohmann::json& container_status);
 
   nlohmann::json job_;
   std::map<std::string, nlohmann::json> pods_;

@@ -1,5 +1,6 @@
 // Table-style tests of the pure planner: the objects a job gets, idempotence, gang restarts,
-// backoff, suspend and resume, deadline, TTL, hostNetwork ports, invalid specs, port exhaustion.
+// preflight and sidecar failures, backoff, suspend and resume, deadline, TTL, hostNetwork ports,
+// invalid specs, port exhaustion.
 #include "operator/planner/plan.h"
 
 #include <gmock/gmock.h>
@@ -49,16 +50,14 @@ bool HasEvent(const FakeCluster& cluster, const std::string& reason) {
   return false;
 }
 
-const json& Sidecar(const json& pod) { return pod["spec"]["initContainers"][0]; }
+const json& Sidecar(const json& pod) { return pod["spec"]["initContainers"].front(); }
+const json& Preflight(const json& pod) { return pod["spec"]["initContainers"].back(); }
 const json& Trainer(const json& pod) { return pod["spec"]["containers"][0]; }
 
 // Brings a new job to all Pods created and running with passed preflights.
 void StartRunning(FakeCluster& cluster, api::Time now) {
   cluster.ReconcileUntilStable(now);
-  for (const auto& [name, pod] : cluster.pods()) {
-    cluster.SetSidecarStarted(name, true);
-  }
-  cluster.SetAllPhases("Running");
+  cluster.SetAllPhases("Running");  // the fake passes each Pod's preflight on the way
   cluster.ReconcileUntilStable(now);
 }
 
@@ -131,10 +130,13 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
   const json& sidecar = Sidecar(pod);
   EXPECT_EQ(sidecar["name"], "ringleader-sidecar");
   EXPECT_EQ(sidecar["restartPolicy"], "Always");
-  EXPECT_EQ(sidecar["startupProbe"]["httpGet"]["path"], "/readyz");
+  // It only has to serve; the preflight container, not this probe, holds the trainers back.
+  EXPECT_EQ(sidecar["startupProbe"]["httpGet"]["path"], "/healthz");
   EXPECT_EQ(sidecar["startupProbe"]["httpGet"]["port"], 61002);
-  // Default preflight timeout 300 s + 30 s margin, probed every 2 s.
-  EXPECT_EQ(sidecar["startupProbe"]["failureThreshold"], 165);
+  EXPECT_EQ(sidecar["startupProbe"]["periodSeconds"], 2);
+  EXPECT_EQ(sidecar["startupProbe"]["failureThreshold"], 30);
+  EXPECT_EQ(sidecar["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_MODE"), "sidecar");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RANK"), "2");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_ATTEMPT"), "0");
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), "61001");
@@ -142,6 +144,12 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_PREFLIGHT_MAX_BYTES"), "67108864");
   EXPECT_FALSE(pod["spec"].contains("hostNetwork"));
   EXPECT_FALSE(sidecar["ports"][0].contains("hostPort"));
+
+  const json& preflight = Preflight(pod);
+  EXPECT_EQ(preflight["name"], "ringleader-preflight");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_MODE"), "pod-preflight");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_RANK"), "2");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_RENDEZVOUS_PORT"), "61001");
 
   const json& service = cluster.service();
   EXPECT_EQ(service["spec"]["clusterIP"], "None");
@@ -327,7 +335,10 @@ TEST(PlanTest, BackoffLimitZeroFailsOnTheFirstFailure) {
 TEST(PlanTest, PreflightFailureNamesTheRankAndRestartsTheGang) {
   FakeCluster cluster(MinimalJob("demo", 4));
   cluster.ReconcileUntilStable(At(0));
-  cluster.FailSidecar("demo-3", 3, "rank 3 cannot reach rank 0 at demo-0.demo:61001");
+  for (const char* pod : {"demo-0", "demo-1", "demo-2", "demo-3"}) {
+    cluster.SetSidecarStarted(pod, true);
+  }
+  cluster.FailPreflight("demo-3", 3, "rank 3 cannot reach rank 0 at demo-0.demo:61001");
   cluster.Reconcile(At(5));
   const json& job = cluster.job_json();
   const json* preflight = FindCondition(job, "PreflightPassed");
@@ -335,10 +346,91 @@ TEST(PlanTest, PreflightFailureNamesTheRankAndRestartsTheGang) {
   EXPECT_EQ((*preflight)["status"], "False");
   EXPECT_EQ((*preflight)["reason"], "PreflightFailed");
   EXPECT_THAT((*preflight)["message"].get<std::string>(),
-              HasSubstr("rank 3 (pod demo-3) preflight failed: container ringleader-sidecar exited with code 3"));
+              HasSubstr("rank 3 (pod demo-3) preflight failed: container ringleader-preflight exited with code 3 (Error)"));
   EXPECT_THAT((*preflight)["message"].get<std::string>(), HasSubstr("cannot reach rank 0"));
   EXPECT_TRUE(HasEvent(cluster, "PreflightFailed"));
   EXPECT_EQ(job["status"]["restarts"], 1);
+  EXPECT_THAT((*FindCondition(job, "Restarting"))["message"].get<std::string>(),
+              HasSubstr("rank 3 (pod demo-3) preflight failed: container ringleader-preflight exited"));
+}
+
+TEST(PlanTest, PreflightPassedOnceEveryPodsPreflightExitedZero) {
+  FakeCluster cluster(MinimalJob("demo", 3));
+  cluster.ReconcileUntilStable(At(0));
+  for (const char* pod : {"demo-0", "demo-1", "demo-2"}) {
+    cluster.SetSidecarStarted(pod, true);  // a started sidecar proves nothing about the fabric
+  }
+  cluster.PassPreflight("demo-0");
+  cluster.PassPreflight("demo-1");
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(FindCondition(cluster.job_json(), "PreflightPassed"), nullptr);
+  // The trainers may still be pulling their images: the Pods are Pending, the fabric is proven.
+  cluster.PassPreflight("demo-2");
+  cluster.ReconcileUntilStable(At(2));
+  const json* passed = FindCondition(cluster.job_json(), "PreflightPassed");
+  ASSERT_NE(passed, nullptr);
+  EXPECT_EQ((*passed)["status"], "True");
+  EXPECT_EQ((*passed)["message"], "every rank's preflight passed");
+  EXPECT_TRUE(HasEvent(cluster, "PreflightPassed"));
+  EXPECT_EQ(cluster.pods().at("demo-2")["status"]["phase"], "Pending");
+}
+
+// The kubelet would only restart a native sidecar, and a restarted one cannot rejoin its attempt,
+// so its non-zero exit fails the Pod whether or not it had started.
+TEST(PlanTest, ASidecarThatExitsNonZeroFailsItsPodButIsNoPreflightFailure) {
+  FakeCluster cluster(MinimalJob("demo", 4));
+  StartRunning(cluster, At(0));
+  cluster.FailSidecar("demo-1", 1, "ringleader-sidecar rank 1/4: failed: monitor: rank 3 of 4 is gone");
+  cluster.Reconcile(At(5));
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["restarts"], 1);
+  EXPECT_THAT((*FindCondition(job, "Restarting"))["message"].get<std::string>(),
+              HasSubstr("rank 1 (pod demo-1) sidecar failed: container ringleader-sidecar exited with code 1 "
+                        "(Error): ringleader-sidecar rank 1/4: failed: monitor: rank 3 of 4 is gone"));
+  const json* preflight = FindCondition(job, "PreflightPassed");
+  ASSERT_NE(preflight, nullptr);
+  EXPECT_EQ((*preflight)["reason"], "Restarting");
+  EXPECT_FALSE(HasEvent(cluster, "PreflightFailed"));
+}
+
+TEST(PlanTest, ATrainersFailureIsReportedBeforeItsSidecars) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  cluster.FailSidecar("demo-0", 1, "failed: monitor: rank 1 of 2 is gone");
+  cluster.FailContainer("demo-0", 137, "OOMKilled");
+  cluster.Reconcile(At(5));
+  const std::string message = (*FindCondition(cluster.job_json(), "Restarting"))["message"];
+  EXPECT_THAT(message, HasSubstr("rank 0 (pod demo-0) container trainer exited with code 137 (OOMKilled)"));
+  EXPECT_THAT(message, ::testing::Not(HasSubstr("sidecar failed")));
+}
+
+// Once its trainers are done the sidecar is stopped, and it may see its peers leave first.
+TEST(PlanTest, ASidecarExitAfterTheTrainersSucceededIsNoFailure) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  cluster.SetAllPhases("Succeeded");
+  cluster.FailSidecar("demo-1", 1, "failed: monitor: rank 0 of 2 is gone");
+  cluster.ReconcileUntilStable(At(5));
+  const json& job = cluster.job_json();
+  EXPECT_EQ(job["status"]["state"], "Succeeded");
+  EXPECT_EQ(job["status"]["restarts"], 0);
+}
+
+// Regression guard: rank 0's trainer finishing stops rank 0's sidecar, and rank 1's monitor then
+// loses its peer while rank 1's trainer is finishing too. That must not restart a finished job.
+TEST(PlanTest, ASidecarExitOnceAnotherRanksTrainersAreDoneIsNoFailure) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  // The kubelet has not moved demo-0 to Succeeded yet: its sidecar is still being stopped.
+  cluster.pod("demo-0")["status"]["containerStatuses"] = json::array(
+      {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}}});
+  cluster.FailSidecar("demo-1", 1, "failed: monitor: rank 0 of 2 is gone");
+  cluster.ReconcileUntilStable(At(5));
+  EXPECT_EQ(cluster.job_json()["status"]["restarts"], 0);
+  EXPECT_EQ(cluster.pods().size(), 2u);
+  cluster.SetAllPhases("Succeeded");
+  cluster.ReconcileUntilStable(At(6));
+  EXPECT_EQ(cluster.job_json()["status"]["state"], "Succeeded");
 }
 
 // Regression: the message is the tail of the sidecar's log, and the first 200 characters were
@@ -351,7 +443,7 @@ TEST(PlanTest, AFailureQuotesTheLastLineOfTheContainersOutput) {
     log += "ringleader-sidecar rank 0/4: a startup line long enough to fill the quoted space " + std::to_string(i) + "\n";
   }
   log += "ringleader-sidecar rank 0/4: failed: rank 3 of 4 did not join within 10 s\n";
-  cluster.FailSidecar("demo-0", 1, log);
+  cluster.FailPreflight("demo-0", 1, log);
   cluster.Reconcile(At(5));
   const json* preflight = FindCondition(cluster.job_json(), "PreflightPassed");
   ASSERT_NE(preflight, nullptr);
@@ -474,27 +566,37 @@ TEST(PlanTest, GpuJobsGetGpuLimitsAndOneProcessPerGpu) {
   EXPECT_EQ(EnvValue(Trainer(pod), "WORLD_SIZE"), "16");
   EXPECT_EQ(EnvValue(Trainer(pod), "LOCAL_WORLD_SIZE"), "8");
   EXPECT_EQ(EnvValue(Trainer(pod), "RANK"), "0");
-  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_BACKEND"), "nccl");
+  // The preflight holds the trainer's GPUs and runs the job's backend; the sidecar holds none.
+  EXPECT_EQ(EnvValue(Preflight(pod), "RINGLEADER_BACKEND"), "nccl");
+  EXPECT_EQ(Preflight(pod)["resources"]["limits"]["nvidia.com/gpu"], "8");
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_BACKEND"), "gloo");
+  EXPECT_FALSE(Sidecar(pod)["resources"]["limits"].contains("nvidia.com/gpu"));
 }
 
-// With Gloo the sidecar's probe buffers are host memory, about 3.6 x the largest message
-// (docs/benchmarks.md), so the limit grows with it; with NCCL they are on the GPU.
+// With Gloo the probe buffers are host memory, about 3.6 x the largest message
+// (docs/benchmarks.md), so the limit grows with it; with NCCL they are on the GPU. The sweep runs
+// in the preflight container; the sidecar's buffers are the monitor's, under its own backend.
 TEST(PlanTest, SidecarMemoryLimitHoldsGlooBuffersOfTheLargestMessage) {
   json small = MinimalJob("small", 2);
   FakeCluster defaults(small);
   defaults.ReconcileUntilStable(At(0));
   EXPECT_EQ(Sidecar(defaults.pods().at("small-0"))["resources"]["limits"]["memory"], "1Gi");
+  EXPECT_EQ(Preflight(defaults.pods().at("small-0"))["resources"]["limits"]["memory"], "1Gi");
 
   json large = MinimalJob("large", 2);
   large["spec"]["communication"]["preflight"]["maxBytes"] = "1Gi";
   FakeCluster gloo(large);
   gloo.ReconcileUntilStable(At(0));
-  EXPECT_EQ(Sidecar(gloo.pods().at("large-0"))["resources"]["limits"]["memory"], "4224Mi");
+  EXPECT_EQ(Preflight(gloo.pods().at("large-0"))["resources"]["limits"]["memory"], "4224Mi");
+  EXPECT_EQ(Sidecar(gloo.pods().at("large-0"))["resources"]["limits"]["memory"], "1Gi");
 
   large["spec"]["gpusPerReplica"] = 1;
+  large["spec"]["communication"]["monitor"]["messageBytes"] = "512Mi";
   FakeCluster nccl(large);
   nccl.ReconcileUntilStable(At(0));
-  EXPECT_EQ(Sidecar(nccl.pods().at("large-0"))["resources"]["limits"]["memory"], "1Gi");
+  EXPECT_EQ(Preflight(nccl.pods().at("large-0"))["resources"]["limits"]["memory"], "1Gi");
+  // The sidecar's monitor runs Gloo over the Pod network: host buffers.
+  EXPECT_EQ(Sidecar(nccl.pods().at("large-0"))["resources"]["limits"]["memory"], "2176Mi");
 
   api::TrainingJobSpec spec;
   spec.communication.backend = api::Backend::kGloo;

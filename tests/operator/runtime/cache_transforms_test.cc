@@ -123,13 +123,19 @@ TEST(CacheTransformsTest, PlansFromTrimmedPodsEqualPlansFromFullPods) {
   ExpectSamePlan(cluster, "ports assigned");
   cluster.ReconcileUntilStable(At(0));
   ExpectSamePlan(cluster, "pods pending");
-  cluster.SetAllPhases("Running");
-  ExpectSamePlan(cluster, "running, sidecars not started");
   for (const char* pod : {"demo-0", "demo-1", "demo-2"}) {
     cluster.SetSidecarStarted(pod, true);
   }
-  ExpectSamePlan(cluster, "running, preflight passed");
+  ExpectSamePlan(cluster, "sidecars started, preflights running");
+  for (const char* pod : {"demo-0", "demo-1", "demo-2"}) {
+    cluster.PassPreflight(pod);
+  }
+  ExpectSamePlan(cluster, "preflights passed");
+  cluster.SetAllPhases("Running");
+  ExpectSamePlan(cluster, "running");
   cluster.ReconcileUntilStable(At(1));
+  cluster.FailSidecar("demo-1", 1, "monitor: rank 2 of 3 is gone");
+  ExpectSamePlan(cluster, "one sidecar failed");
   cluster.FailContainer("demo-2", 137, "OOMKilled");
   ExpectSamePlan(cluster, "one rank failed");
   cluster.set_graceful_deletion(true);
@@ -137,7 +143,7 @@ TEST(CacheTransformsTest, PlansFromTrimmedPodsEqualPlansFromFullPods) {
   ExpectSamePlan(cluster, "gang restart with terminating pods");
   cluster.FinishDeletions();
   cluster.ReconcileUntilStable(At(3));
-  cluster.FailSidecar("demo-0", 3, "rendezvous: ranks 2 of 3 did not join within 300 s");
+  cluster.FailPreflight("demo-0", 3, "rendezvous: ranks 2 of 3 did not join within 300 s");
   ExpectSamePlan(cluster, "preflight failed");
   cluster.AddForeignPod("intruder");
   ExpectSamePlan(cluster, "foreign pod");

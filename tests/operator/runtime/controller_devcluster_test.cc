@@ -330,17 +330,25 @@ class ControllerTest : public ::testing::Test {
     return client_->List(kube::Pods(), "default", options).items;
   }
 
-  // Sets a Pod's status as the kubelet would: phase, the sidecar's startup, Ready.
+  // Sets a Pod's status as the kubelet would: phase, the init containers (a Pod whose trainers
+  // run or ran has its sidecar started and its preflight exited 0), Ready.
   void SetPodStatus(const std::string& name, const std::string& phase, int exit_code = 0) {
     json status = {{"phase", phase},
-                   {"initContainerStatuses",
-                    json::array({{{"name", "ringleader-sidecar"}, {"started", phase == "Running"}, {"ready", phase == "Running"}}})},
+                   {"initContainerStatuses", InitStatuses(phase != "Pending")},
                    {"conditions", json::array({{{"type", "Ready"}, {"status", phase == "Running" ? "True" : "False"}}})}};
     if (phase == "Failed") {
       status["containerStatuses"] = json::array(
           {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}});
     }
     client_->PatchStatus(kube::Pods(), "default", name, kube::PatchType::kMerge, {{"status", status}});
+  }
+
+  static json InitStatuses(bool trainers_started) {
+    json preflight = {{"name", "ringleader-preflight"}, {"ready", false}};
+    preflight["state"] = trainers_started ? json{{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}
+                                          : json{{"waiting", {{"reason", "PodInitializing"}}}};
+    return json::array({{{"name", "ringleader-sidecar"}, {"started", trainers_started}, {"ready", trainers_started}},
+                        preflight});
   }
 
   void SetAllPods(const std::string& job, const std::string& phase) {
@@ -431,10 +439,15 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
   EXPECT_EQ(Env(trainer, "WORLD_SIZE"), "4");
   EXPECT_EQ(Env(trainer, "MASTER_PORT"), std::to_string(ports["master"].get<int>()));
   EXPECT_EQ(Env(trainer, "MASTER_ADDR"), "demo-0.demo.default.svc.cluster.local");
-  const json& sidecar = pod["spec"]["initContainers"][0];
+  const json& sidecar = pod["spec"]["initContainers"].front();
   EXPECT_EQ(sidecar["name"], "ringleader-sidecar");
   EXPECT_EQ(sidecar["restartPolicy"], "Always");
   EXPECT_EQ(Env(sidecar, "RINGLEADER_RENDEZVOUS_PORT"), std::to_string(ports["rendezvous"].get<int>()));
+  EXPECT_EQ(Env(sidecar, "RINGLEADER_MODE"), "sidecar");
+  const json& preflight = pod["spec"]["initContainers"].back();
+  EXPECT_EQ(preflight["name"], "ringleader-preflight");
+  EXPECT_FALSE(preflight.contains("restartPolicy"));
+  EXPECT_EQ(Env(preflight, "RINGLEADER_MODE"), "pod-preflight");
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], job["metadata"]["uid"]);
   EXPECT_TRUE(Eventually([&] { return !Events("PortsAssigned").empty() && !Events("PodsCreated").empty(); }));
 }
@@ -647,8 +660,7 @@ TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
   for (const json& pod : all_pods()) {
     retry([&] {
       client_->PatchStatus(kube::Pods(), "default", pod["metadata"]["name"], kube::PatchType::kMerge,
-                           {{"status", {{"phase", "Running"},
-                                        {"initContainerStatuses", json::array({{{"name", "ringleader-sidecar"}, {"started", true}}})}}}});
+                           {{"status", {{"phase", "Running"}, {"initContainerStatuses", InitStatuses(true)}}}});
     });
   }
   faults.Compact();
