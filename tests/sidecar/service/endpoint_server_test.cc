@@ -110,7 +110,7 @@ TEST_F(EndpointServerTest, ReadyzStartsNotReadyAndFollowsSetReady) {
 TEST_F(EndpointServerTest, MetricsServesTheRegistryAsPrometheusText) {
   EndpointServer server("127.0.0.1", 0, registry_, PassedSummary);
   metrics_.ObserveProbe(collectives::Collective::kAllReduce, 64 << 20, 8e9, 1.25e10, 0.008);
-  metrics_.SetInfo({"nccl", "ib", "2.21.5", "llama", "team-a"});
+  metrics_.SetInfo({"nccl", "ib", "2.21.5", "gpus", "llama", "team-a"});
   const Answer answer = Get(server.port(), "/metrics");
   EXPECT_EQ(answer.code, 200);
   EXPECT_THAT(answer.content_type, HasSubstr("text/plain; version=0.0.4"));
