@@ -343,6 +343,7 @@ class Planner {
       DeletePod(pod);
     }
     Condition(kSuspended, true, "Suspended", "the job is suspended (spec.runPolicy.suspend)", "Normal");
+    ReleaseSuspendedPorts();
     if (next_.IsTrue(kRunning)) {
       SetCondition(next_, kRunning, false, "Suspended", "the job is suspended", now_,
                    job_.metadata.generation);
@@ -350,6 +351,29 @@ class Planner {
     // The deadline counts from the run's start; a resumed job starts a new run, as batch Jobs do.
     next_.start_time.reset();
     CountReplicas();
+  }
+
+  // A suspended job gives its block back once none of its Pods can still be listening on it:
+  // Kueue preempts by suspending, and a block held per suspended job would drain the range.
+  // Resuming assigns a block again; the Pods are recreated, so their env is new. The Service
+  // carries the old block's ports, so it goes too and is recreated with the new ones.
+  void ReleaseSuspendedPorts() {
+    const bool pods_hold_ports =
+        std::any_of(pods_.begin(), pods_.end(), [](const PodView& pod) { return !pod.Finished(); });
+    if (next_.ports.has_value() && !pods_hold_ports) {
+      const std::string message = "the suspended job gave back ports " + DescribePorts(*next_.ports);
+      Event("Normal", "PortsReleased", message);
+      SetCondition(next_, kCreated, false, "Suspended", message + "; resuming assigns a block again",
+                   now_, job_.metadata.generation);
+      next_.ports.reset();
+      next_.ports_released = false;
+      plan_.release_ports = true;
+    }
+    // Checked on every pass, not only at the release, so a delete that failed is retried.
+    if (!next_.ports.has_value() && observed_.service.has_value()) {
+      const json& meta = observed_.service->value("metadata", json::object());
+      plan_.actions.push_back(DeleteObject{"Service", meta.value("name", ""), meta.value("uid", "")});
+    }
   }
 
   void AssignPorts() {

@@ -94,6 +94,11 @@ void FakeCluster::Apply(const Plan& plan) {
         } else {
           pods_.erase(it);
         }
+      } else if (del->kind == "Service") {
+        if (!service_ || (*service_)["metadata"]["uid"] != del->uid) {
+          throw std::runtime_error("delete precondition failed for service " + del->name);
+        }
+        service_.reset();
       }
     } else if (const auto* event = std::get_if<RecordEvent>(&action)) {
       events_.push_back(*event);

@@ -451,7 +451,7 @@ TEST(PlanTest, AFailureQuotesTheLastLineOfTheContainersOutput) {
               HasSubstr("exited with code 1 (Error): ringleader-sidecar rank 0/4: failed: rank 3 of 4 did not join"));
 }
 
-TEST(PlanTest, SuspendDeletesPodsAndResumeRecreatesThemWithTheSamePorts) {
+TEST(PlanTest, SuspendDeletesPodsAndReleasesThePortsWhichResumeAssignsAgain) {
   FakeCluster cluster(MinimalJob("demo", 3));
   StartRunning(cluster, At(0));
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
@@ -460,16 +460,41 @@ TEST(PlanTest, SuspendDeletesPodsAndResumeRecreatesThemWithTheSamePorts) {
   EXPECT_TRUE(cluster.pods().empty());
   EXPECT_EQ(job["status"]["state"], "Suspended");
   EXPECT_FALSE(job["status"].contains("startTime"));
-  EXPECT_EQ(job["status"]["ports"]["master"], 61000);
-  EXPECT_TRUE(cluster.ledger().Find("job-uid-1").has_value());
+  // The block went back to the range, and the Service that named its ports went with it.
+  EXPECT_FALSE(job["status"].contains("ports"));
+  EXPECT_FALSE(cluster.ledger().Find("job-uid-1").has_value());
+  EXPECT_FALSE(cluster.has_service());
+  EXPECT_TRUE(HasEvent(cluster, "PortsReleased"));
+  EXPECT_EQ((*FindCondition(job, "Created"))["reason"], "Suspended");
+  // Another job takes the freed block meanwhile; the resumed job gets the next one.
+  ASSERT_TRUE(cluster.ledger().Reserve("other-job", ports::PortBlock{61000}));
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = false; });
   cluster.ReconcileUntilStable(At(20));
   EXPECT_EQ(cluster.pods().size(), 3u);
   EXPECT_EQ((*FindCondition(job, "Suspended"))["status"], "False");
   EXPECT_EQ((*FindCondition(job, "Suspended"))["reason"], "Resumed");
   EXPECT_EQ(job["status"]["startTime"], "2026-01-01T00:00:20Z");
-  EXPECT_EQ(EnvValue(Trainer(cluster.pods().at("demo-0")), "MASTER_PORT"), "61000");
+  EXPECT_EQ(job["status"]["ports"]["master"], 61004);
+  EXPECT_EQ(EnvValue(Trainer(cluster.pods().at("demo-0")), "MASTER_PORT"), "61004");
+  ASSERT_TRUE(cluster.has_service());
+  EXPECT_EQ(cluster.service()["spec"]["ports"][0]["port"], 61004);
   EXPECT_TRUE(HasEvent(cluster, "Resumed"));
+}
+
+TEST(PlanTest, ASuspendedJobKeepsItsPortsWhileAPodStillTerminates) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  cluster.set_graceful_deletion(true);
+  cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
+  cluster.ReconcileUntilStable(At(10));
+  // A terminating trainer may still listen on the master port.
+  EXPECT_EQ(cluster.pods().size(), 2u);
+  EXPECT_EQ(cluster.job_json()["status"]["ports"]["master"], 61000);
+  EXPECT_TRUE(cluster.ledger().Find("job-uid-1").has_value());
+  cluster.FinishDeletions();
+  cluster.ReconcileUntilStable(At(11));
+  EXPECT_FALSE(cluster.job_json()["status"].contains("ports"));
+  EXPECT_FALSE(cluster.ledger().Find("job-uid-1").has_value());
 }
 
 TEST(PlanTest, JobCreatedSuspendedTakesNoPortsUntilResumed) {
