@@ -98,8 +98,11 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, O
   devcluster::Options options;
   options.data_dir = (dir_ / "devcluster").string();
   options.run_pods = true;
+  // The PyTorch example's image stands for its script, whose #! line names Debian's Python
+  // (python3-torch); the tests run from the repository root.
   options.images = {{"ringleader/sidecar", RINGLEADER_SIDECAR_PATH},
-                    {"ringleader/example-trainer", RINGLEADER_EXAMPLE_TRAINER_PATH}};
+                    {"ringleader/example-trainer", RINGLEADER_EXAMPLE_TRAINER_PATH},
+                    {"ringleader/pytorch-example", std::filesystem::absolute("examples/pytorch/train.py")}};
   // Its own namespaces, so end-to-end tests may run beside each other.
   options.network_prefix = "rle" + std::to_string(::getpid());
   if (customize) {
