@@ -190,7 +190,8 @@ TEST_F(CrdTest, SchemaIsStructuralAndDocumented) {
 
 std::vector<std::filesystem::path> ExampleFiles() {
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(kExamplesDir)) {
+  // Recursive: examples live in subdirectories too (examples/pytorch).
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(kExamplesDir)) {
     if (entry.is_regular_file() && entry.path().extension() == ".yaml") {
       files.push_back(entry.path());
     }
@@ -199,7 +200,7 @@ std::vector<std::filesystem::path> ExampleFiles() {
   return files;
 }
 
-// Every TrainingJob document of every examples/*.yaml.
+// Every TrainingJob document of every .yaml under examples/.
 std::vector<std::pair<std::string, json>> ExampleJobs() {
   std::vector<std::pair<std::string, json>> jobs;
   for (const std::filesystem::path& file : ExampleFiles()) {

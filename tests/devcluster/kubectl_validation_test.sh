@@ -122,7 +122,7 @@ k delete tj demo >/dev/null
 # --- kubectl apply --dry-run=server of the examples, the bad jobs and the chart -----------------
 out=$(k create namespace ml)
 expect "kubectl create namespace (the GPU example's namespace)" 'namespace/ml created' "$out"
-for example in "$ROOT"/examples/*.yaml; do
+for example in "$ROOT"/examples/*.yaml "$ROOT"/examples/*/*.yaml; do
   out=$(k apply --dry-run=server -f "$example")
   expect "$(basename "$example") passes a server dry run" 'created \(server dry run\)' "$out"
 done
