@@ -123,6 +123,14 @@ class Trainer {
     auto buffers = comm_->Allocate(kParameters + 1, kParameters + 1);
     std::vector<float> reduced(kParameters + 1);
     for (int step = 1; step <= config_.steps; ++step) {
+      if (config_.ExitsAtStep(step)) {
+        // The last line is what the kubelet keeps as the termination message.
+        std::fprintf(stderr, "ringleader-example-trainer: %s: exiting with code %d at step %d (--exit-code-at-step)\n",
+                     RankName(config_).c_str(), config_.injected_exit->code, step);
+        std::fflush(stderr);
+        LetPeersHearTheOutcome();
+        return config_.injected_exit->code;
+      }
       const GradientShare share = ComputeGradientShare(shard, config_.samples, parameters);
       std::vector<float> send(kParameters + 1);
       std::transform(share.gradient.begin(), share.gradient.end(), send.begin(),

@@ -46,10 +46,30 @@ std::string Require(const EnvLookup& lookup, std::string_view name) {
   return *value;
 }
 
+// "STEP:CODE", both whole numbers: a step from 1 and an exit code from 1 to 255.
+InjectedExit ParseInjectedExit(std::string_view flag, std::string_view text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    throw ConfigError(std::string(flag) + ": " + Quoted(text) + " is not STEP:CODE (e.g. 5:3)");
+  }
+  InjectedExit out;
+  out.step = ParseInteger<int>(std::string(flag) + " STEP", text.substr(0, colon), 1, 100'000'000);
+  out.code = ParseInteger<int>(std::string(flag) + " CODE", text.substr(colon + 1), 1, 255);
+  return out;
+}
+
 }  // namespace
+
+bool TrainerConfig::ExitsAtStep(int step) const {
+  return injected_exit.has_value() && injected_exit->step == step &&
+         (!injected_exit->rank.has_value() || *injected_exit->rank == rank) &&
+         (!injected_exit->attempt.has_value() || injected_exit->attempt == attempt);
+}
 
 TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const EnvLookup& lookup) {
   TrainerConfig config;
+  std::optional<int> fail_rank;
+  std::optional<int> fail_attempt;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (i + 1 >= args.size()) {
@@ -69,9 +89,32 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
       config.timeout = std::chrono::seconds(ParseInteger<int>(flag, value, 1, 86'400));
     } else if (flag == "--step-delay-ms") {
       config.step_delay = std::chrono::milliseconds(ParseInteger<int>(flag, value, 0, 3'600'000));
+    } else if (flag == "--attempt") {
+      config.attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
+    } else if (flag == "--exit-code-at-step") {
+      config.injected_exit = ParseInjectedExit(flag, value);
+    } else if (flag == "--fail-rank") {
+      fail_rank = ParseInteger<int>(flag, value, 0, 65'535);
+    } else if (flag == "--fail-attempt") {
+      fail_attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
     } else {
       throw ConfigError("unknown flag: " + flag + "\n" + std::string(kTrainerUsage));
     }
+  }
+
+  if ((fail_rank || fail_attempt) && !config.injected_exit) {
+    throw ConfigError("--fail-rank and --fail-attempt narrow --exit-code-at-step, which is not given");
+  }
+  if (fail_attempt && !config.attempt) {
+    throw ConfigError("--fail-attempt needs --attempt N, the attempt this run belongs to");
+  }
+  if (config.injected_exit) {
+    if (config.injected_exit->step > config.steps) {
+      throw ConfigError("--exit-code-at-step: step " + std::to_string(config.injected_exit->step) +
+                        " is past --steps " + std::to_string(config.steps));
+    }
+    config.injected_exit->rank = fail_rank;
+    config.injected_exit->attempt = fail_attempt;
   }
 
   config.master_addr = Require(lookup, env::kMasterAddr);

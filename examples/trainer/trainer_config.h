@@ -19,6 +19,15 @@ class ConfigError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A deliberate failure for tests of failure policies: exit with `code` when step `step` begins,
+// on one rank or all, in one attempt or all.
+struct InjectedExit {
+  int step = 1;
+  int code = 1;
+  std::optional<int> rank;     // --fail-rank; unset: every rank
+  std::optional<int> attempt;  // --fail-attempt; unset: every attempt
+};
+
 struct TrainerConfig {
   std::string master_addr;
   std::uint16_t master_port = 0;
@@ -34,6 +43,12 @@ struct TrainerConfig {
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   // Simulated compute per step, so a demo (or a test) can watch a run in progress.
   std::chrono::milliseconds step_delay{0};
+  // The attempt this run belongs to (--attempt, e.g. from the Pod's ringleader.dev/attempt label).
+  std::optional<int> attempt;
+  std::optional<InjectedExit> injected_exit;
+
+  // Whether this rank exits deliberately when `step` begins.
+  bool ExitsAtStep(int step) const;
 };
 
 // Looks a variable up: nullopt when unset.
@@ -45,6 +60,8 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
 inline constexpr std::string_view kTrainerUsage =
     "usage: ringleader-example-trainer [--steps N] [--lr X] [--seed S] [--samples N]\n"
     "                                  [--timeout-seconds S] [--step-delay-ms MS]\n"
+    "                                  [--exit-code-at-step STEP:CODE [--fail-rank R]\n"
+    "                                   [--fail-attempt A --attempt N]]\n"
     "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://)\n";
 
 }  // namespace ringleader::examples

@@ -2,6 +2,7 @@
 // overlays the typed fields on `raw`, so unknown fields and the pod template survive untouched.
 #include "operator/api/trainingjob.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "operator/api/quantity.h"
@@ -174,6 +175,108 @@ Backend ParseBackend(const Reader& reader) {
   return Backend::kAuto;
 }
 
+FailureAction ParseAction(const Reader& rule) {
+  std::string name;
+  rule.String("action", &name);
+  if (name == "FailJob") {
+    return FailureAction::kFailJob;
+  }
+  if (name == "Ignore") {
+    return FailureAction::kIgnore;
+  }
+  if (name != "RestartJob") {
+    rule.Fail("action", name.empty() ? "is required: one of FailJob, RestartJob, Ignore"
+                                     : "must be one of FailJob, RestartJob, Ignore, got \"" + name + "\"");
+  }
+  return FailureAction::kRestartJob;
+}
+
+ExitCodeRequirement ParseExitCodes(const Reader& on) {
+  ExitCodeRequirement out;
+  if (on.Find("containerName") != nullptr) {
+    std::string name;
+    on.String("containerName", &name);
+    out.container_name = name;
+  }
+  std::string op;
+  on.String("operator", &op);
+  if (op == "NotIn") {
+    out.op = ExitCodeOperator::kNotIn;
+  } else if (op != "In") {
+    on.Fail("operator", op.empty() ? "is required: In or NotIn" : "must be In or NotIn, got \"" + op + "\"");
+  }
+  const json* values = on.Find("values");
+  if (values == nullptr) {
+    on.Fail("values", "is required: the exit codes to match");
+  } else if (!values->is_array()) {
+    on.Fail("values", "must be a list of exit codes, got " + Describe(*values));
+  } else {
+    for (std::size_t i = 0; i < values->size(); ++i) {
+      const json& value = (*values)[i];
+      if (value.is_number_integer() && !(value.is_number_unsigned() && value.get<std::uint64_t>() > INT64_MAX)) {
+        out.values.push_back(value.get<std::int64_t>());
+      } else {
+        on.errors()->push_back({on.Path("values") + "[" + std::to_string(i) + "]",
+                                "must be an integer exit code, got " + Describe(value)});
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<PodConditionPattern> ParsePodConditions(const Reader& rule) {
+  std::vector<PodConditionPattern> out;
+  const json* patterns = rule.Find("onPodConditions");
+  if (!patterns->is_array()) {
+    rule.Fail("onPodConditions", "must be a list of {type, status}, got " + Describe(*patterns));
+    return out;
+  }
+  for (std::size_t i = 0; i < patterns->size(); ++i) {
+    const std::string path = rule.Path("onPodConditions") + "[" + std::to_string(i) + "]";
+    if (!(*patterns)[i].is_object()) {
+      rule.errors()->push_back({path, "must be an object {type, status}, got " + Describe((*patterns)[i])});
+      continue;
+    }
+    const Reader item((*patterns)[i], path, rule.errors());
+    PodConditionPattern pattern;
+    item.String("type", &pattern.type);
+    item.String("status", &pattern.status);
+    out.push_back(std::move(pattern));
+  }
+  return out;
+}
+
+FailurePolicy ParseFailurePolicy(const Reader& policy) {
+  FailurePolicy out;
+  if (const json* rules = policy.Find("rules")) {
+    if (!rules->is_array()) {
+      policy.Fail("rules", "must be a list of rules, got " + Describe(*rules));
+    } else {
+      for (std::size_t i = 0; i < rules->size(); ++i) {
+        const std::string path = policy.Path("rules") + "[" + std::to_string(i) + "]";
+        if (!(*rules)[i].is_object()) {
+          policy.errors()->push_back({path, "must be a rule object, got " + Describe((*rules)[i])});
+          continue;
+        }
+        const Reader rule((*rules)[i], path, policy.errors());
+        FailurePolicyRule parsed;
+        parsed.action = ParseAction(rule);
+        if (rule.Find("onExitCodes") != nullptr) {
+          parsed.on_exit_codes = ParseExitCodes(rule.Object("onExitCodes"));
+        }
+        if (rule.Find("onPodConditions") != nullptr) {
+          parsed.on_pod_conditions = ParsePodConditions(rule);
+        }
+        out.rules.push_back(std::move(parsed));
+      }
+    }
+  }
+  const Reader backoff = policy.Object("restartBackoff");
+  backoff.Int("initialSeconds", &out.restart_backoff.initial_seconds);
+  backoff.Int("maxSeconds", &out.restart_backoff.max_seconds);
+  return out;
+}
+
 TrainingJobSpec ParseSpec(const Reader& spec) {
   TrainingJobSpec out;
   spec.Int("replicas", &out.replicas);
@@ -209,6 +312,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   policy.OptionalInt("activeDeadlineSeconds", &out.run_policy.active_deadline_seconds);
   policy.OptionalInt("ttlSecondsAfterFinished", &out.run_policy.ttl_seconds_after_finished);
   policy.Bool("suspend", &out.run_policy.suspend);
+  out.run_policy.failure_policy = ParseFailurePolicy(policy.Object("failurePolicy"));
   return out;
 }
 
@@ -256,6 +360,43 @@ json& ObjectAt(json& parent, const char* key) {
   return child;
 }
 
+// The rules written over the user's own rule objects, so fields this version does not know
+// survive in each.
+json RulesToJson(const std::vector<FailurePolicyRule>& rules, const json& original) {
+  json out = json::array();
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const FailurePolicyRule& rule = rules[i];
+    json item = original.is_array() && i < original.size() && original[i].is_object() ? original[i]
+                                                                                        : json::object();
+    item["action"] = FailureActionName(rule.action);
+    if (rule.on_exit_codes.has_value()) {
+      json& on = ObjectAt(item, "onExitCodes");
+      SetOptional(on, "containerName", rule.on_exit_codes->container_name);
+      on["operator"] = ExitCodeOperatorName(rule.on_exit_codes->op);
+      on["values"] = rule.on_exit_codes->values;
+    } else {
+      item.erase("onExitCodes");
+    }
+    if (rule.on_pod_conditions.has_value()) {
+      const json before = item.value("onPodConditions", json());
+      json patterns = json::array();
+      for (std::size_t j = 0; j < rule.on_pod_conditions->size(); ++j) {
+        const PodConditionPattern& pattern = (*rule.on_pod_conditions)[j];
+        json entry = before.is_array() && j < before.size() && before[j].is_object() ? before[j]
+                                                                                       : json::object();
+        entry["type"] = pattern.type;
+        entry["status"] = pattern.status;
+        patterns.push_back(std::move(entry));
+      }
+      item["onPodConditions"] = std::move(patterns);
+    } else {
+      item.erase("onPodConditions");
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
 json ConditionToJson(const Condition& condition) {
   json out = {{"type", condition.type}, {"status", condition.status}};
   if (!condition.reason.empty()) {
@@ -299,6 +440,27 @@ const Condition* TrainingJobStatus::FindCondition(std::string_view type) const {
 bool TrainingJobStatus::IsTrue(std::string_view type) const {
   const Condition* condition = FindCondition(type);
   return condition != nullptr && condition->status == "True";
+}
+
+std::chrono::seconds RestartBackoff::Delay(std::int64_t restart) const {
+  std::int64_t delay = std::min(initial_seconds, max_seconds);
+  for (std::int64_t k = 1; k < restart && delay < max_seconds; ++k) {
+    delay = std::min(delay * 2, max_seconds);
+  }
+  return std::chrono::seconds(std::max<std::int64_t>(delay, 0));
+}
+
+std::string_view FailureActionName(FailureAction action) {
+  switch (action) {
+    case FailureAction::kFailJob: return "FailJob";
+    case FailureAction::kRestartJob: return "RestartJob";
+    case FailureAction::kIgnore: return "Ignore";
+  }
+  return "RestartJob";
+}
+
+std::string_view ExitCodeOperatorName(ExitCodeOperator op) {
+  return op == ExitCodeOperator::kNotIn ? "NotIn" : "In";
 }
 
 std::string_view BackendName(Backend backend) {
@@ -350,6 +512,19 @@ TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
   replicas.Int("succeeded", &out.replicas.succeeded);
   replicas.Int("failed", &out.replicas.failed);
   reader.Int("restarts", &out.restarts);
+  // Written before the failure policy existed, every restart was counted.
+  out.counted_restarts = out.restarts;
+  reader.Int("countedRestarts", &out.counted_restarts);
+  reader.Time("nextRestartTime", &out.next_restart_time);
+  if (reader.Find("disruption") != nullptr) {
+    const Reader item = reader.Object("disruption");
+    Disruption disruption;
+    item.Int("attempt", &disruption.attempt);
+    item.String("pod", &disruption.pod);
+    item.String("reason", &disruption.reason);
+    item.String("message", &disruption.message);
+    out.disruption = disruption;
+  }
   reader.Time("startTime", &out.start_time);
   reader.Time("completionTime", &out.completion_time);
   if (reader.Find("communication") != nullptr) {
@@ -397,6 +572,20 @@ json StatusToJson(const TrainingJobStatus& status) {
                      {"succeeded", status.replicas.succeeded},
                      {"failed", status.replicas.failed}};
   out["restarts"] = status.restarts;
+  out["countedRestarts"] = status.counted_restarts;
+  if (status.next_restart_time) {
+    out["nextRestartTime"] = FormatTime(*status.next_restart_time);
+  }
+  if (status.disruption) {
+    json disruption = {{"attempt", status.disruption->attempt}, {"pod", status.disruption->pod}};
+    if (!status.disruption->reason.empty()) {
+      disruption["reason"] = status.disruption->reason;
+    }
+    if (!status.disruption->message.empty()) {
+      disruption["message"] = status.disruption->message;
+    }
+    out["disruption"] = std::move(disruption);
+  }
   if (status.start_time) {
     out["startTime"] = FormatTime(*status.start_time);
   }
@@ -501,6 +690,14 @@ json TrainingJob::ToJson() const {
   SetOptional(policy, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
   SetOptional(policy, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   policy["suspend"] = spec.run_policy.suspend;
+  json& failure = ObjectAt(policy, "failurePolicy");
+  const FailurePolicy& fp = spec.run_policy.failure_policy;
+  if (!fp.rules.empty() || (failure.contains("rules") && failure["rules"].is_array())) {
+    failure["rules"] = RulesToJson(fp.rules, failure.value("rules", json()));
+  }
+  json& backoff = ObjectAt(failure, "restartBackoff");
+  backoff["initialSeconds"] = fp.restart_backoff.initial_seconds;
+  backoff["maxSeconds"] = fp.restart_backoff.max_seconds;
 
   if (out.contains("status") || status != TrainingJobStatus{}) {
     out["status"] = StatusToJson(status);

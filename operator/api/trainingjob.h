@@ -48,11 +48,61 @@ struct CommunicationSpec {
   MonitorSpec monitor;
 };
 
+// spec.runPolicy.failurePolicy, after batch/v1 Job's podFailurePolicy: what a failed Pod means
+// for the gang. The planner applies it (operator/planner/plan.cc).
+enum class FailureAction {
+  kFailJob,     // the job fails at once
+  kRestartJob,  // a gang restart counted against backoffLimit
+  kIgnore,      // a gang restart that is not counted
+};
+enum class ExitCodeOperator { kIn, kNotIn };
+
+// Matches when some terminated container (app or init, ringleader's included) that exited
+// non-zero has a code In (or NotIn) `values`; `container_name` narrows it to one container.
+struct ExitCodeRequirement {
+  std::optional<std::string> container_name;
+  ExitCodeOperator op = ExitCodeOperator::kIn;
+  std::vector<std::int64_t> values;  // sorted, unique, 0-255; no 0 with In
+  bool operator==(const ExitCodeRequirement&) const = default;
+};
+
+// Matches a Pod condition of this type and status.
+struct PodConditionPattern {
+  std::string type;
+  std::string status = "True";
+  bool operator==(const PodConditionPattern&) const = default;
+};
+
+// Exactly one of on_exit_codes and on_pod_conditions is set (Validate() checks it).
+struct FailurePolicyRule {
+  FailureAction action = FailureAction::kRestartJob;
+  std::optional<ExitCodeRequirement> on_exit_codes;
+  std::optional<std::vector<PodConditionPattern>> on_pod_conditions;
+  bool operator==(const FailurePolicyRule&) const = default;
+};
+
+// The wait between a gang restart and its new attempt's Pods.
+struct RestartBackoff {
+  std::int64_t initial_seconds = 10;  // 0: no wait
+  std::int64_t max_seconds = 300;
+  // The wait before the Pods of the `restart`-th gang restart (1, 2, ...): initial x 2^(k-1),
+  // at most max_seconds.
+  std::chrono::seconds Delay(std::int64_t restart) const;
+  bool operator==(const RestartBackoff&) const = default;
+};
+
+struct FailurePolicy {
+  std::vector<FailurePolicyRule> rules;  // the first that matches a failed Pod decides
+  RestartBackoff restart_backoff;
+  bool operator==(const FailurePolicy&) const = default;
+};
+
 struct RunPolicy {
   std::int64_t backoff_limit = 3;
   std::optional<std::int64_t> active_deadline_seconds;
   std::optional<std::int64_t> ttl_seconds_after_finished;
   bool suspend = false;
+  FailurePolicy failure_policy;
 };
 
 struct TrainingJobSpec {
@@ -110,6 +160,15 @@ struct CommunicationStatus {
   bool operator==(const CommunicationStatus&) const = default;
 };
 
+// The first Pod of an attempt seen with the condition DisruptionTarget=True.
+struct Disruption {
+  std::int64_t attempt = 0;
+  std::string pod;
+  std::string reason;   // the condition's, e.g. PreemptionByScheduler or EvictionByEvictionAPI
+  std::string message;  // the condition's
+  bool operator==(const Disruption&) const = default;
+};
+
 struct TrainingJobStatus {
   std::int64_t observed_generation = 0;
   std::string state;  // Pending, Created, Running, Restarting, Succeeded, Failed, Suspended
@@ -118,7 +177,15 @@ struct TrainingJobStatus {
   bool ports_released = false;  // set once a finished job's Pods are gone and its ports are free
   std::string master_addr;
   ReplicaCounts replicas;
+  // Gang restarts so far, counted or not: the current attempt's number (the Pods' attempt label).
   std::int64_t restarts = 0;
+  // The restarts counted against spec.runPolicy.backoffLimit (the failure policy's RestartJob).
+  std::int64_t counted_restarts = 0;
+  // After a gang restart, when the new attempt's Pods may be created; cleared once they are.
+  std::optional<Time> next_restart_time;
+  // A Pod of this attempt carried DisruptionTarget=True (preempted, evicted, drained), so the
+  // other ranks' failures are taken for its consequence.
+  std::optional<Disruption> disruption;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<CommunicationStatus> communication;
@@ -159,6 +226,8 @@ nlohmann::json StatusToJson(const TrainingJobStatus& status);
 TrainingJobStatus StatusFromJson(const nlohmann::json& status, FieldErrors* errors);
 
 std::string_view BackendName(Backend backend);
+std::string_view FailureActionName(FailureAction action);
+std::string_view ExitCodeOperatorName(ExitCodeOperator op);
 
 // RFC 3339 with second precision, as the Kubernetes API writes timestamps.
 std::string FormatTime(Time time);

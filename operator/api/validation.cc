@@ -3,7 +3,9 @@
 #include "operator/api/validation.h"
 
 #include <algorithm>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "operator/api/quantity.h"
 #include "sidecar/contract/contract.h"
@@ -17,6 +19,13 @@ constexpr std::int64_t kMaxReplicas = 16384;
 constexpr std::int64_t kMaxPreflightBytes = std::int64_t{16} << 30;
 constexpr std::int64_t kMaxMonitorBytes = std::int64_t{1} << 30;
 constexpr std::int64_t kMinMessageBytes = 4;  // one float32 element
+// The failure policy's bounds, as batch/v1 Job's podFailurePolicy has them.
+constexpr std::size_t kMaxFailureRules = 20;
+constexpr std::size_t kMaxExitCodeValues = 255;
+constexpr std::size_t kMaxPodConditionPatterns = 20;
+constexpr std::size_t kMaxConditionTypeLength = 316;  // a 253-character prefix, '/', 63 characters
+constexpr std::int64_t kMaxBackoffInitialSeconds = 3600;
+constexpr std::int64_t kMaxBackoffSeconds = 86400;
 
 // Volumes the operator adds to every Pod.
 constexpr std::string_view kTokenVolume = "ringleader-token";
@@ -239,6 +248,114 @@ void CheckCommunication(const TrainingJobSpec& spec, Checker& check) {
   check.Range(monitor + "messageBytes", mon.message_bytes, kMinMessageBytes, kMaxMonitorBytes);
 }
 
+// A Kubernetes qualified name, as a Pod condition type is: [prefix/]name.
+bool IsQualifiedName(const std::string& text) {
+  static const std::regex kQualifiedName(
+      "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+      "[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$");
+  return !text.empty() && text.size() <= kMaxConditionTypeLength && std::regex_match(text, kQualifiedName);
+}
+
+// Names a rule's containerName may take: the template's containers and ringleader's own two.
+std::vector<std::string> ContainerNames(const json& tmpl) {
+  std::vector<std::string> names = {std::string(contract::kSidecarContainerName),
+                                    std::string(contract::kPreflightContainerName)};
+  const json pod = tmpl.is_object() ? tmpl.value("spec", json()) : json();
+  for (const char* list : {"containers", "initContainers"}) {
+    const json containers = pod.is_object() ? pod.value(list, json()) : json();
+    if (!containers.is_array()) {
+      continue;
+    }
+    for (const json& container : containers) {
+      if (container.is_object() && container.value("name", json()).is_string()) {
+        names.push_back(container["name"].get<std::string>());
+      }
+    }
+  }
+  return names;
+}
+
+void CheckExitCodes(const ExitCodeRequirement& on, const std::string& path, const json& tmpl,
+                    Checker& check) {
+  if (on.container_name.has_value()) {
+    const std::vector<std::string> names = ContainerNames(tmpl);
+    if (std::find(names.begin(), names.end(), *on.container_name) == names.end()) {
+      std::string known;
+      for (const std::string& name : names) {
+        known += (known.empty() ? "" : ", ") + name;
+      }
+      check.Add(path + ".containerName", "must name a container of the template or ringleader's (" +
+                                             known + "), got \"" + *on.container_name + "\"");
+    }
+  }
+  const std::string values = path + ".values";
+  if (on.values.empty()) {
+    check.Add(values, "must list at least one exit code");
+  } else if (on.values.size() > kMaxExitCodeValues) {
+    check.Add(values, "must list at most " + std::to_string(kMaxExitCodeValues) + " exit codes, got " +
+                          std::to_string(on.values.size()));
+  }
+  for (std::size_t i = 0; i < on.values.size(); ++i) {
+    const std::string item = values + "[" + std::to_string(i) + "]";
+    const std::int64_t value = on.values[i];
+    check.Range(item, value, 0, 255);
+    if (value == 0 && on.op == ExitCodeOperator::kIn) {
+      check.Add(item, "must not be 0 with the In operator: a container that exits 0 never matches");
+    }
+    if (i > 0 && value == on.values[i - 1]) {
+      check.Add(item, "duplicates exit code " + std::to_string(value));
+    } else if (i > 0 && value < on.values[i - 1]) {
+      check.Add(item, "must be sorted in ascending order: " + std::to_string(value) + " follows " +
+                          std::to_string(on.values[i - 1]));
+    }
+  }
+}
+
+void CheckFailurePolicy(const FailurePolicy& policy, const json& tmpl, Checker& check) {
+  const std::string base = "spec.runPolicy.failurePolicy";
+  if (policy.rules.size() > kMaxFailureRules) {
+    check.Add(base + ".rules", "must have at most " + std::to_string(kMaxFailureRules) +
+                                   " rules, got " + std::to_string(policy.rules.size()));
+  }
+  for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+    const FailurePolicyRule& rule = policy.rules[i];
+    const std::string path = base + ".rules[" + std::to_string(i) + "]";
+    if (rule.on_exit_codes.has_value() == rule.on_pod_conditions.has_value()) {
+      check.Add(path, "must set exactly one of onExitCodes and onPodConditions");
+    }
+    if (rule.on_exit_codes.has_value()) {
+      CheckExitCodes(*rule.on_exit_codes, path + ".onExitCodes", tmpl, check);
+    }
+    if (!rule.on_pod_conditions.has_value()) {
+      continue;
+    }
+    const std::vector<PodConditionPattern>& patterns = *rule.on_pod_conditions;
+    if (patterns.empty() || patterns.size() > kMaxPodConditionPatterns) {
+      check.Add(path + ".onPodConditions", "must list 1 to " + std::to_string(kMaxPodConditionPatterns) +
+                                               " conditions, got " + std::to_string(patterns.size()));
+    }
+    for (std::size_t j = 0; j < patterns.size(); ++j) {
+      const std::string item = path + ".onPodConditions[" + std::to_string(j) + "]";
+      if (!IsQualifiedName(patterns[j].type)) {
+        check.Add(item + ".type", "must be a Pod condition type such as DisruptionTarget (a qualified "
+                                  "name), got \"" + patterns[j].type + "\"");
+      }
+      if (patterns[j].status != "True" && patterns[j].status != "False" &&
+          patterns[j].status != "Unknown") {
+        check.Add(item + ".status", "must be True, False or Unknown, got \"" + patterns[j].status + "\"");
+      }
+    }
+  }
+  const RestartBackoff& backoff = policy.restart_backoff;
+  check.Range(base + ".restartBackoff.initialSeconds", backoff.initial_seconds, 0, kMaxBackoffInitialSeconds);
+  check.Range(base + ".restartBackoff.maxSeconds", backoff.max_seconds, 0, kMaxBackoffSeconds);
+  if (backoff.max_seconds < backoff.initial_seconds) {
+    check.Add(base + ".restartBackoff.maxSeconds",
+              "must be at least initialSeconds (" + std::to_string(backoff.initial_seconds) + "), got " +
+                  std::to_string(backoff.max_seconds));
+  }
+}
+
 void CheckRunPolicy(const RunPolicy& policy, Checker& check) {
   check.Range("spec.runPolicy.backoffLimit", policy.backoff_limit, 0, 1000);
   if (policy.active_deadline_seconds) {
@@ -266,6 +383,7 @@ FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
   CheckTemplate(job, options, check);
   CheckCommunication(spec, check);
   CheckRunPolicy(spec.run_policy, check);
+  CheckFailurePolicy(spec.run_policy.failure_policy, spec.template_, check);
   return errors;
 }
 

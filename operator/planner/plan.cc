@@ -1,5 +1,6 @@
-// MakePlan: validate, then walk the job's life (ports, children, gang restarts, suspend, deadline,
-// completion, TTL) deciding actions from what is observed now, never from what happened before.
+// MakePlan: validate, then walk the job's life (ports, children, the failure policy and gang
+// restarts with their backoff, suspend, deadline, completion, TTL) deciding actions from what is
+// observed now, never from what happened before.
 #include "operator/planner/plan.h"
 
 #include <algorithm>
@@ -29,6 +30,20 @@ struct PodView {
   bool trainers_done = false;     // Succeeded, or every app container exited 0
   std::string failure;  // why it failed, naming the container, when it did
   std::string sidecar_failure;  // why its native sidecar exited non-zero, when it did
+  // Containers (app, then init) that terminated non-zero, for the failure policy's onExitCodes.
+  struct Exit {
+    std::string container;
+    std::int64_t code = 0;
+  };
+  std::vector<Exit> exits;
+  // When the first of those exits happened (terminated.finishedAt), when the kubelet said.
+  std::optional<api::Time> first_exit_time;
+  // status.conditions as (type, status), for the failure policy's onPodConditions.
+  std::vector<std::pair<std::string, std::string>> conditions;
+  // DisruptionTarget=True: preempted, evicted or drained; the reason and message are the condition's.
+  bool disrupted = false;
+  std::string disruption_reason;
+  std::string disruption_message;
 
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
@@ -74,18 +89,35 @@ std::string LastLine(const std::string& text) {
   return text.substr(start, end + 1 - start);
 }
 
-std::string Terminated(const json& container_status) {
+// The container's terminated state, or its last one (a restarted native sidecar); nullptr if none.
+const json* TerminatedState(const json& container_status) {
   const json* state = Member(container_status, "state");
   const json* terminated = state != nullptr ? Member(*state, "terminated") : nullptr;
   if (terminated == nullptr || !terminated->is_object()) {
     const json* last = Member(container_status, "lastState");
     terminated = last != nullptr ? Member(*last, "terminated") : nullptr;
   }
-  if (terminated == nullptr || !terminated->is_object()) {
+  return terminated != nullptr && terminated->is_object() ? terminated : nullptr;
+}
+
+std::int64_t ExitCode(const json& terminated) {
+  const json* code = Member(terminated, "exitCode");
+  return code != nullptr && code->is_number_integer() ? code->get<std::int64_t>() : 0;
+}
+
+std::string Shortened(std::string text) {
+  if (text.size() > 200) {
+    text = text.substr(0, 200) + "...";
+  }
+  return text;
+}
+
+std::string Terminated(const json& container_status) {
+  const json* terminated = TerminatedState(container_status);
+  if (terminated == nullptr) {
     return "";
   }
-  const json* code = Member(*terminated, "exitCode");
-  const std::int64_t exit_code = code != nullptr && code->is_number_integer() ? code->get<std::int64_t>() : 0;
+  const std::int64_t exit_code = ExitCode(*terminated);
   if (exit_code == 0) {
     return "";
   }
@@ -96,12 +128,21 @@ std::string Terminated(const json& container_status) {
     text += " (" + reason + ")";
   }
   if (std::string message = LastLine(StringMember(*terminated, "message")); !message.empty()) {
-    if (message.size() > 200) {
-      message = message.substr(0, 200) + "...";
-    }
-    text += ": " + message;
+    text += ": " + Shortened(std::move(message));
   }
   return text;
+}
+
+void AddExit(const json& container_status, PodView* view) {
+  if (const json* terminated = TerminatedState(container_status)) {
+    if (const std::int64_t code = ExitCode(*terminated); code != 0) {
+      view->exits.push_back({StringMember(container_status, "name"), code});
+      if (const std::optional<api::Time> at = api::ParseTime(StringMember(*terminated, "finishedAt"));
+          at.has_value() && (!view->first_exit_time.has_value() || *at < *view->first_exit_time)) {
+        view->first_exit_time = at;
+      }
+    }
+  }
 }
 
 bool ExitedZero(const json& container_status) {
@@ -135,8 +176,16 @@ PodView ViewPod(const json& pod) {
     view.phase = "Pending";
   }
   for (const json& condition : ArrayMember(status, "conditions")) {
-    if (StringMember(condition, "type") == "Ready" && StringMember(condition, "status") == "True") {
+    const std::string& type = StringMember(condition, "type");
+    const std::string& value = StringMember(condition, "status");
+    view.conditions.emplace_back(type, value);
+    if (type == "Ready" && value == "True") {
       view.ready = true;
+    }
+    if (type == kDisruptionTarget && value == "True") {
+      view.disrupted = true;
+      view.disruption_reason = StringMember(condition, "reason");
+      view.disruption_message = Shortened(LastLine(StringMember(condition, "message")));
     }
   }
   for (const json& init : ArrayMember(status, "initContainerStatuses")) {
@@ -154,6 +203,12 @@ PodView ViewPod(const json& pod) {
     }
   }
   const json& containers = ArrayMember(status, "containerStatuses");
+  for (const json& container : containers) {
+    AddExit(container, &view);
+  }
+  for (const json& init : ArrayMember(status, "initContainerStatuses")) {
+    AddExit(init, &view);
+  }
   view.trainers_done = view.phase == "Succeeded" ||
                        (!containers.empty() && std::all_of(containers.begin(), containers.end(), ExitedZero));
   if (view.phase == "Failed" && view.failure.empty()) {
@@ -168,6 +223,19 @@ PodView ViewPod(const json& pod) {
   if (view.phase == "Failed" && view.failure.empty()) {
     view.failure = view.sidecar_failure;
   }
+  // A disrupted Pod fails or is deleted; either way the disruption is the cause, and what its
+  // containers did when they were stopped is its consequence.
+  // A Pod whose trainers were done when it was drained failed nothing.
+  if (view.disrupted && !view.trainers_done && (view.phase == "Failed" || view.deleting)) {
+    view.failure = "disrupted (DisruptionTarget";
+    if (!view.disruption_reason.empty()) {
+      view.failure += ", " + view.disruption_reason;
+    }
+    view.failure += ")";
+    if (!view.disruption_message.empty()) {
+      view.failure += ": " + view.disruption_message;
+    }
+  }
   if (view.phase == "Failed" && view.failure.empty()) {
     view.failure = "pod failed";
     if (const std::string& reason = StringMember(status, "reason"); !reason.empty()) {
@@ -179,16 +247,118 @@ PodView ViewPod(const json& pod) {
 
 bool HasFailed(const PodView& pod) { return pod.phase == "Failed" || !pod.failure.empty(); }
 
+std::string DescribeFailure(const PodView& pod) {
+  return "rank " + std::to_string(pod.rank) + " (pod " + pod.name + ") " + pod.failure;
+}
+
 std::string DescribeFailures(const std::vector<const PodView*>& failed) {
   std::string text;
   for (const PodView* pod : failed) {
     if (!text.empty()) {
       text += "; ";
     }
-    text += "rank " + std::to_string(pod->rank) + " (pod " + pod->name + ") " + pod->failure;
+    text += DescribeFailure(*pod);
   }
   return text;
 }
+
+std::string JoinCodes(const std::vector<std::int64_t>& values) {
+  std::string text;
+  for (const std::int64_t value : values) {
+    text += (text.empty() ? "" : ", ") + std::to_string(value);
+  }
+  return "[" + text + "]";
+}
+
+// "spec.runPolicy.failurePolicy.rules[0] (FailJob on exit codes In [3, 4] of container trainer)"
+std::string DescribeRule(std::size_t index, const api::FailurePolicyRule& rule) {
+  std::string text = "spec.runPolicy.failurePolicy.rules[" + std::to_string(index) + "] (" +
+                     std::string(api::FailureActionName(rule.action)) + " on ";
+  if (rule.on_exit_codes.has_value()) {
+    const api::ExitCodeRequirement& on = *rule.on_exit_codes;
+    text += "exit codes " + std::string(api::ExitCodeOperatorName(on.op)) + " " + JoinCodes(on.values);
+    if (on.container_name.has_value()) {
+      text += " of container " + *on.container_name;
+    }
+  } else if (rule.on_pod_conditions.has_value()) {
+    text += "pod condition";
+    bool first = true;
+    for (const api::PodConditionPattern& pattern : *rule.on_pod_conditions) {
+      text += (first ? " " : " or ") + pattern.type + "=" + pattern.status;
+      first = false;
+    }
+  }
+  return text + ")";
+}
+
+bool ExitCodeMatches(const api::ExitCodeRequirement& on, std::int64_t code) {
+  const bool listed = std::find(on.values.begin(), on.values.end(), code) != on.values.end();
+  return on.op == api::ExitCodeOperator::kIn ? listed : !listed;
+}
+
+// What the failure policy makes of one failed Pod.
+struct Verdict {
+  const PodView* pod = nullptr;
+  api::FailureAction action = api::FailureAction::kRestartJob;
+  std::string rule;     // the rule that matched, described; empty for a default
+  std::string matched;  // what the rule matched, e.g. "container trainer exited with code 3"
+  bool disruption = false;  // Ignored by default because of a disruption
+};
+
+// The first rule that matches the Pod, else the defaults: a disrupted Pod, or another Pod of an
+// attempt with one (its peers fail when they lose it), is Ignored; anything else restarts and counts.
+Verdict Judge(const PodView& pod, const api::FailurePolicy& policy,
+              const std::optional<api::Disruption>& attempt_disruption) {
+  if (attempt_disruption.has_value() && !pod.disrupted) {
+    return {.pod = &pod,
+            .action = api::FailureAction::kIgnore,
+            .rule = "",
+            .matched = "pod " + attempt_disruption->pod + " of the same attempt was disrupted",
+            .disruption = true};
+  }
+  for (std::size_t i = 0; i < policy.rules.size(); ++i) {
+    const api::FailurePolicyRule& rule = policy.rules[i];
+    if (rule.on_exit_codes.has_value()) {
+      const api::ExitCodeRequirement& on = *rule.on_exit_codes;
+      for (const PodView::Exit& exit : pod.exits) {
+        if ((!on.container_name.has_value() || *on.container_name == exit.container) &&
+            ExitCodeMatches(on, exit.code)) {
+          return {.pod = &pod,
+                  .action = rule.action,
+                  .rule = DescribeRule(i, rule),
+                  .matched = "container " + exit.container + " exited with code " + std::to_string(exit.code),
+                  .disruption = false};
+        }
+      }
+    }
+    if (rule.on_pod_conditions.has_value()) {
+      for (const api::PodConditionPattern& pattern : *rule.on_pod_conditions) {
+        for (const auto& [type, status] : pod.conditions) {
+          if (type == pattern.type && status == pattern.status) {
+            return {.pod = &pod,
+                    .action = rule.action,
+                    .rule = DescribeRule(i, rule),
+                    .matched = "pod condition " + type + "=" + status,
+                    .disruption = false};
+          }
+        }
+      }
+    }
+  }
+  if (pod.disrupted) {
+    return {.pod = &pod,
+            .action = api::FailureAction::kIgnore,
+            .rule = "",
+            .matched = "pod " + pod.name + " was disrupted (DisruptionTarget=True)",
+            .disruption = true};
+  }
+  return {.pod = &pod, .action = api::FailureAction::kRestartJob, .rule = "", .matched = "", .disruption = false};
+}
+
+std::string Seconds(seconds value) { return std::to_string(value.count()) + " s"; }
+
+// How long a gang restart may wait for the other ranks' failures (AwaitingEvidence).
+constexpr seconds kFailureSettle{5};
 
 std::string DescribePorts(const api::JobPorts& ports) {
   return "master=" + std::to_string(ports.master) + " rendezvous=" + std::to_string(ports.rendezvous) +
@@ -350,6 +520,7 @@ class Planner {
     }
     // The deadline counts from the run's start; a resumed job starts a new run, as batch Jobs do.
     next_.start_time.reset();
+    next_.next_restart_time.reset();  // resuming starts the Pods at once
     CountReplicas();
   }
 
@@ -424,6 +595,7 @@ class Planner {
         DeletePod(pod);
       }
     }
+    RememberDisruption();
     std::vector<const PodView*> failed;
     for (const PodView* pod : Current()) {
       if (HasFailed(*pod)) {
@@ -431,11 +603,22 @@ class Planner {
       }
     }
     if (!failed.empty()) {
-      GangRestartOrFail(failed);
+      std::vector<Verdict> verdicts;
+      for (const PodView* pod : failed) {
+        verdicts.push_back(Judge(*pod, job_.spec.run_policy.failure_policy, AttemptDisruption()));
+      }
+      if (!AwaitingEvidence(verdicts)) {
+        GangRestartOrFail(failed, verdicts);
+      }
       CountReplicas();
       return;
     }
     if (DeadlinePassed()) {
+      return;
+    }
+    if (next_.next_restart_time.has_value() && now_ < *next_.next_restart_time) {
+      Requeue(std::chrono::duration_cast<seconds>(*next_.next_restart_time - now_));
+      CountReplicas();
       return;
     }
     CreateMissingPods(by_name);
@@ -464,6 +647,9 @@ class Planner {
             "created " + std::to_string(created) + " of " + std::to_string(job_.spec.replicas) +
                 " pods (attempt " + std::to_string(next_.restarts) + ")");
     }
+    if (!waiting_for_old) {
+      next_.next_restart_time.reset();  // the backoff is over: every rank has its Pod
+    }
     // Every rank now has a Pod of this attempt (existing or just created).
     if (!waiting_for_old && !next_.IsTrue(kCreated)) {
       SetCondition(next_, kCreated, true, "PodsCreated",
@@ -472,7 +658,68 @@ class Planner {
     }
   }
 
-  void GangRestartOrFail(const std::vector<const PodView*>& failed) {
+  // The first Pod of this attempt seen with DisruptionTarget=True, kept in status: it may be
+  // deleted before its peers fail for want of it, and their failures are Ignored too.
+  void RememberDisruption() {
+    if (next_.disruption.has_value() && next_.disruption->attempt == next_.restarts) {
+      return;
+    }
+    for (const PodView* pod : Current()) {
+      if (pod->disrupted) {
+        next_.disruption = api::Disruption{.attempt = next_.restarts,
+                                           .pod = pod->name,
+                                           .reason = pod->disruption_reason,
+                                           .message = pod->disruption_message};
+        std::string message = "pod " + pod->name + " (rank " + std::to_string(pod->rank) +
+                              ") has DisruptionTarget=True";
+        if (!pod->disruption_reason.empty()) {
+          message += " (" + pod->disruption_reason + ")";
+        }
+        Event("Warning", "PodDisrupted",
+              message + "; the other ranks' failures in attempt " + std::to_string(next_.restarts) +
+                  " are not counted against backoffLimit");
+        return;
+      }
+    }
+  }
+
+  std::optional<api::Disruption> AttemptDisruption() const {
+    if (next_.disruption.has_value() && next_.disruption->attempt == next_.restarts) {
+      return next_.disruption;
+    }
+    return std::nullopt;
+  }
+
+  // Each kubelet reports on its own, so a rank that failed because it lost a peer is often seen
+  // before the peer's own failure, which a rule may judge differently. With rules to apply, and no
+  // FailJob verdict or disruption yet, the restart waits until every current Pod has finished, or
+  // kFailureSettle after the first container failure, whichever comes first.
+  bool AwaitingEvidence(const std::vector<Verdict>& verdicts) {
+    if (job_.spec.run_policy.failure_policy.rules.empty() || AttemptDisruption().has_value() ||
+        std::any_of(verdicts.begin(), verdicts.end(),
+                    [](const Verdict& v) { return v.action == api::FailureAction::kFailJob; })) {
+      return false;
+    }
+    const std::vector<const PodView*> current = Current();
+    if (std::all_of(current.begin(), current.end(),
+                    [](const PodView* pod) { return pod->Finished() || pod->deleting; })) {
+      return false;
+    }
+    std::optional<api::Time> first;
+    for (const Verdict& verdict : verdicts) {
+      const std::optional<api::Time>& at = verdict.pod->first_exit_time;
+      if (at.has_value() && (!first.has_value() || *at < *first)) {
+        first = at;
+      }
+    }
+    if (!first.has_value() || now_ >= *first + kFailureSettle) {
+      return false;
+    }
+    Requeue(std::chrono::duration_cast<seconds>(*first + kFailureSettle - now_));
+    return true;
+  }
+
+  void GangRestartOrFail(const std::vector<const PodView*>& failed, const std::vector<Verdict>& verdicts) {
     const std::string what = DescribeFailures(failed);
     const bool preflight = std::any_of(failed.begin(), failed.end(), [](const PodView* pod) {
       return pod->failure.starts_with("preflight failed");
@@ -481,20 +728,54 @@ class Planner {
       Condition(kPreflightPassed, false, "PreflightFailed", what, "Warning");
       Event("Warning", "PreflightFailed", what);
     }
+    const auto has = [&verdicts](api::FailureAction action) {
+      return std::find_if(verdicts.begin(), verdicts.end(),
+                          [action](const Verdict& v) { return v.action == action; });
+    };
+    if (const auto fail = has(api::FailureAction::kFailJob); fail != verdicts.end()) {
+      Fail("FailJobRule", DescribeFailure(*fail->pod) + "; " + fail->rule + " matched: " + fail->matched +
+                              "; the job fails without a restart");
+      return;
+    }
+    const bool counted = has(api::FailureAction::kRestartJob) != verdicts.end();
     const std::int64_t limit = job_.spec.run_policy.backoff_limit;
-    if (next_.restarts >= limit) {
-      Fail("BackoffLimitExceeded", what + "; " + std::to_string(next_.restarts) + " of " +
+    if (counted && next_.counted_restarts >= limit) {
+      Fail("BackoffLimitExceeded", what + "; " + std::to_string(next_.counted_restarts) + " of " +
                                        std::to_string(limit) + " restarts used");
       return;
     }
     next_.restarts += 1;
+    next_.counted_restarts += counted ? 1 : 0;
     for (const PodView& pod : pods_) {
       DeletePod(pod);
     }
-    Condition(kRestarting, true, "PodFailed",
-              what + "; restarting all " + std::to_string(job_.spec.replicas) + " pods (restart " +
-                  std::to_string(next_.restarts) + " of " + std::to_string(limit) + ")",
-              "Warning");
+    const seconds delay = job_.spec.run_policy.failure_policy.restart_backoff.Delay(next_.restarts);
+    if (delay > seconds(0)) {
+      next_.next_restart_time = now_ + delay;
+      Requeue(delay);
+    } else {
+      next_.next_restart_time.reset();
+    }
+    std::string reason = "PodFailed";
+    std::string terms;
+    if (counted) {
+      terms = "restart " + std::to_string(next_.counted_restarts) + " of " + std::to_string(limit);
+    } else {
+      const Verdict& ignored = verdicts.front();
+      reason = ignored.disruption ? "PodDisrupted" : "IgnoreRule";
+      terms = "not counted against backoffLimit: " +
+              (ignored.rule.empty() ? ignored.matched : ignored.rule + " matched " + ignored.matched) +
+              "; " + std::to_string(next_.counted_restarts) + " of " + std::to_string(limit) + " restarts used";
+    }
+    std::string message = what + "; restarting all " + std::to_string(job_.spec.replicas) + " pods";
+    if (delay > seconds(0)) {
+      message += " in " + Seconds(delay) + " (" + terms + ", backoff " + Seconds(delay) + ")";
+    } else {
+      message += " (" + terms + ")";
+    }
+    // Every gang restart is announced, also one that follows another before the gang ran.
+    SetCondition(next_, kRestarting, true, reason, message, now_, job_.metadata.generation);
+    Event("Warning", kRestarting, reason + ": " + message);
     if (next_.IsTrue(kRunning)) {
       SetCondition(next_, kRunning, false, "Restarting", "the gang is restarting", now_,
                    job_.metadata.generation);
@@ -512,6 +793,7 @@ class Planner {
         DeletePod(pod);
       }
     }
+    next_.next_restart_time.reset();
     Condition(kFailed, true, reason, message, "Warning");
     if (next_.IsTrue(kRunning)) {
       SetCondition(next_, kRunning, false, reason, "the job failed", now_,

@@ -101,4 +101,7 @@ inline constexpr std::string_view kFailed = "Failed";
 inline constexpr std::string_view kSuspended = "Suspended";
 inline constexpr std::string_view kPreflightPassed = "PreflightPassed";
 
+// The Pod condition Kubernetes sets on a Pod it preempts, evicts or drains.
+inline constexpr std::string_view kDisruptionTarget = "DisruptionTarget";
+
 }  // namespace ringleader::planner

@@ -81,14 +81,21 @@ void TrimPod(json& pod) {
     for (const char* field : {"phase", "reason", "podIP"}) {
       Keep(*status, trimmed, field);
     }
+    // Every condition, for the failure policy's onPodConditions and DisruptionTarget; without
+    // the timestamps.
     if (auto conditions = status->find("conditions"); conditions != status->end() && conditions->is_array()) {
-      json ready = json::array();
+      json kept_conditions = json::array();
       for (json& condition : *conditions) {
-        if (condition.is_object() && condition.value("type", "") == "Ready") {
-          ready.push_back({{"type", "Ready"}, {"status", condition.value("status", "")}});
+        if (!condition.is_object()) {
+          continue;
         }
+        json trimmed_condition = json::object();
+        for (const char* field : {"type", "status", "reason", "message"}) {
+          Keep(condition, trimmed_condition, field);
+        }
+        kept_conditions.push_back(std::move(trimmed_condition));
       }
-      trimmed["conditions"] = std::move(ready);
+      trimmed["conditions"] = std::move(kept_conditions);
     }
     for (const char* field : {"initContainerStatuses", "containerStatuses"}) {
       if (auto statuses = status->find(field); statuses != status->end()) {

@@ -8,8 +8,8 @@
 namespace ringleader::runtime {
 
 // A Pod as the planner and controller read it: name, namespace, uid, ringleader labels,
-// controller owner reference, deletionTimestamp; status phase, reason, podIP, the Ready
-// condition and container statuses without images and ids.
+// controller owner reference, deletionTimestamp; status phase, reason, podIP, the conditions
+// (type, status, reason, message) and container statuses without images and ids.
 void TrimPod(nlohmann::json& pod);
 
 // A Service or Secret: only the identity, ringleader labels, controller owner reference and

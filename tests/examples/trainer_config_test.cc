@@ -68,5 +68,34 @@ TEST(TrainerConfigTest, NamesMalformedValues) {
   EXPECT_THAT(ErrorOf(GoodEnv(), {"--bogus", "1"}), HasSubstr("unknown flag: --bogus"));
 }
 
+TEST(TrainerConfigTest, ReadsAnInjectedExitNarrowedToARankAndAnAttempt) {
+  TrainerConfig config = Parse(GoodEnv(), {"--exit-code-at-step", "5:42", "--fail-rank", "3", "--fail-attempt",
+                                           "0", "--attempt", "0"});
+  ASSERT_TRUE(config.injected_exit.has_value());
+  EXPECT_EQ(config.injected_exit->step, 5);
+  EXPECT_EQ(config.injected_exit->code, 42);
+  EXPECT_FALSE(config.ExitsAtStep(4));
+  EXPECT_TRUE(config.ExitsAtStep(5));
+  config.attempt = 1;
+  EXPECT_FALSE(config.ExitsAtStep(5)) << "another attempt";
+  config.attempt = 0;
+  config.rank = 2;
+  EXPECT_FALSE(config.ExitsAtStep(5)) << "another rank";
+  // Without --fail-rank or --fail-attempt every rank exits, in every attempt.
+  EXPECT_TRUE(Parse(GoodEnv(), {"--exit-code-at-step", "1:3"}).ExitsAtStep(1));
+  EXPECT_FALSE(Parse(GoodEnv()).ExitsAtStep(1));
+}
+
+TEST(TrainerConfigTest, NamesMalformedInjectedExits) {
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "5"}), HasSubstr("is not STEP:CODE"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "5:0"}), HasSubstr("--exit-code-at-step CODE: \"0\""));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "5:256"}), HasSubstr("CODE: \"256\""));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "0:3"}), HasSubstr("STEP: \"0\""));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--steps", "3", "--exit-code-at-step", "4:3"}), HasSubstr("past --steps 3"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--fail-rank", "1"}), HasSubstr("--exit-code-at-step, which is not given"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "1:3", "--fail-attempt", "0"}),
+              HasSubstr("--fail-attempt needs --attempt N"));
+}
+
 }  // namespace
 }  // namespace ringleader::examples

@@ -250,5 +250,34 @@ TEST_P(TrainerKillTest, SurvivorsExitNonZeroNamingTheVanishedRank) {
 INSTANTIATE_TEST_SUITE_P(Victims, TrainerKillTest, ::testing::Values(0, 1),
                          [](const auto& param_info) { return "Rank" + std::to_string(param_info.param); });
 
+// --exit-code-at-step makes one rank exit with a chosen code (for failure-policy tests); the others
+// fail for want of it, naming it.
+TEST(TrainerTest, TheChosenRankExitsWithTheChosenCodeAtTheChosenStep) {
+  TrainerWorld world(3, {"--steps", "50", "--timeout-seconds", "10", "--exit-code-at-step", "5:42", "--fail-rank",
+                         "1"});
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  const auto exit = world.WaitUntil(1, deadline);
+  ASSERT_TRUE(exit) << world.Log(1);
+  EXPECT_TRUE(exit->exited() && exit->exit_code == 42) << world.Log(1);
+  EXPECT_THAT(world.Log(1), HasSubstr("rank 1 of 3: exiting with code 42 at step 5 (--exit-code-at-step)"));
+  EXPECT_THAT(world.Log(0), HasSubstr("step 4/50"));
+  EXPECT_THAT(world.Log(0), ::testing::Not(HasSubstr("step 5/50")));
+  for (const int r : {0, 2}) {
+    const auto survivor = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(survivor) << world.Log(r);
+    EXPECT_TRUE(survivor->exited() && survivor->exit_code == 1) << world.Log(r);
+    EXPECT_THAT(world.Log(r), HasSubstr("rank 1 of 3")) << "names the rank that left";
+  }
+}
+
+TEST(TrainerTest, AnInjectedExitForAnotherAttemptIsNotTaken) {
+  TrainerWorld world(2, {"--steps", "5", "--exit-code-at-step", "2:42", "--fail-attempt", "0", "--attempt", "1"});
+  for (int r = 0; r < 2; ++r) {
+    const auto exit = world.WaitUntil(r, Clock::now() + std::chrono::seconds(20));
+    ASSERT_TRUE(exit) << world.Log(r);
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << world.Log(r);
+  }
+}
+
 }  // namespace
 }  // namespace ringleader::examples

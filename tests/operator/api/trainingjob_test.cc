@@ -83,6 +83,7 @@ void ExpectSameSpec(const TrainingJobSpec& actual, const TrainingJobSpec& expect
   EXPECT_EQ(actual.run_policy.ttl_seconds_after_finished,
             expected.run_policy.ttl_seconds_after_finished);
   EXPECT_EQ(actual.run_policy.suspend, expected.run_policy.suspend);
+  EXPECT_EQ(actual.run_policy.failure_policy, expected.run_policy.failure_policy);
 }
 
 // Fills absent properties from `default`, recursing into present (or just defaulted) objects,
@@ -123,6 +124,8 @@ TEST(TrainingJobFromJsonTest, StructDefaultsMatchTheCrdSchemaDefaults) {
   ASSERT_TRUE(comm["preflight"].contains("minBytes")) << defaulted.dump(2);
   ASSERT_TRUE(comm["monitor"].contains("messageBytes")) << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"].contains("backoffLimit")) << defaulted.dump(2);
+  ASSERT_TRUE(defaulted["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"].contains("initialSeconds"))
+      << defaulted.dump(2);
   // hostNetwork has no schema default: unset, the operator's --default-host-network decides.
   EXPECT_FALSE(defaulted["spec"]["networking"].contains("hostNetwork")) << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"].contains("gpusPerReplica")) << defaulted.dump(2);
@@ -166,8 +169,17 @@ spec:
     preflight: {enabled: false, minBytes: 8Mi, maxBytes: 1Gi, stepFactor: 4,
                 minBusBandwidth: 300G, timeoutSeconds: 600}
     monitor: {enabled: false, intervalSeconds: 300, messageBytes: 256Mi}
-  runPolicy: {backoffLimit: 5, activeDeadlineSeconds: 86400, ttlSecondsAfterFinished: 3600,
-              suspend: true}
+  runPolicy:
+    backoffLimit: 5
+    activeDeadlineSeconds: 86400
+    ttlSecondsAfterFinished: 3600
+    suspend: true
+    failurePolicy:
+      rules:
+        - {action: FailJob, onExitCodes: {containerName: trainer, operator: In, values: [3, 42]}}
+        - {action: Ignore, onPodConditions: [{type: DisruptionTarget}, {type: Ready, status: "False"}]}
+        - {action: RestartJob, onExitCodes: {operator: NotIn, values: [0]}}
+      restartBackoff: {initialSeconds: 2, maxSeconds: 60}
   template: {spec: {containers: [{name: trainer, image: t}]}}
 )"));
   EXPECT_EQ(job.metadata.uid, "0b7c-11");
@@ -194,6 +206,17 @@ spec:
                          .active_deadline_seconds = 86400,
                          .ttl_seconds_after_finished = 3600,
                          .suspend = true};
+  expected.run_policy.failure_policy.rules = {
+      {.action = FailureAction::kFailJob,
+       .on_exit_codes = ExitCodeRequirement{.container_name = "trainer",
+                                            .op = ExitCodeOperator::kIn,
+                                            .values = {3, 42}}},
+      {.action = FailureAction::kIgnore,
+       .on_pod_conditions = std::vector<PodConditionPattern>{{.type = "DisruptionTarget", .status = "True"},
+                                                             {.type = "Ready", .status = "False"}}},
+      {.action = FailureAction::kRestartJob,
+       .on_exit_codes = ExitCodeRequirement{.op = ExitCodeOperator::kNotIn, .values = {0}}}};
+  expected.run_policy.failure_policy.restart_backoff = {.initial_seconds = 2, .max_seconds = 60};
   ExpectSameSpec(job.spec, expected);
 }
 
@@ -229,7 +252,18 @@ spec:
     futureCommunicationField: {knob: 7}
     preflight: {minBytes: 64Ki, futurePreflightField: [a, b]}
     monitor: {intervalSeconds: 15, futureMonitorField: 0.5}
-  runPolicy: {backoffLimit: 2, futureRunPolicyField: null}
+  runPolicy:
+    backoffLimit: 2
+    futureRunPolicyField: null
+    failurePolicy:
+      futureFailurePolicyField: 1
+      rules:
+        - action: FailJob
+          futureRuleField: [x]
+          onExitCodes: {operator: In, values: [3], futureOnExitCodesField: y}
+        - action: Ignore
+          onPodConditions: [{type: DisruptionTarget, futurePatternField: z}]
+      restartBackoff: {initialSeconds: 5, futureBackoffField: true}
   template:
     metadata:
       labels: {team: research}
@@ -295,6 +329,14 @@ TEST(TrainingJobRoundTripTest, KeepsUnknownFieldsEverywhere) {
   EXPECT_EQ(comm["preflight"]["futurePreflightField"], json::array({"a", "b"}));
   EXPECT_EQ(comm["monitor"]["futureMonitorField"], 0.5);
   EXPECT_TRUE(written["spec"]["runPolicy"].contains("futureRunPolicyField"));
+  const json& failure = written["spec"]["runPolicy"]["failurePolicy"];
+  EXPECT_EQ(failure["futureFailurePolicyField"], 1);
+  EXPECT_EQ(failure["rules"][0]["futureRuleField"], json::array({"x"}));
+  EXPECT_EQ(failure["rules"][0]["onExitCodes"]["futureOnExitCodesField"], "y");
+  EXPECT_EQ(failure["rules"][1]["onPodConditions"][0]["futurePatternField"], "z");
+  EXPECT_EQ(failure["restartBackoff"]["futureBackoffField"], true);
+  // The pattern's status is written with its default.
+  EXPECT_EQ(failure["rules"][1]["onPodConditions"][0]["status"], "True");
 }
 
 TEST(TrainingJobRoundTripTest, KeepsThePodTemplateExactly) {
@@ -337,7 +379,12 @@ spec:
                 minBusBandwidth: 40G, timeoutSeconds: 300}
     monitor: {enabled: true, intervalSeconds: 60, messageBytes: 16Mi}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60,
-              suspend: false}
+              suspend: false,
+              failurePolicy: {rules: [{action: FailJob, onExitCodes: {containerName: trainer,
+                                                                       operator: In, values: [3]}},
+                                      {action: Ignore, onPodConditions: [{type: DisruptionTarget,
+                                                                          status: "True"}]}],
+                              restartBackoff: {initialSeconds: 10, maxSeconds: 300}}}
 status:
   observedGeneration: 1
   state: Running
@@ -347,7 +394,10 @@ status:
   ports: {master: 61000, rendezvous: 61001, metrics: 61002, spare: 61003}
   masterAddr: full-0.full.ml.svc
   replicas: {active: 3, ready: 3, succeeded: 0, failed: 0}
-  restarts: 0
+  restarts: 2
+  countedRestarts: 1
+  nextRestartTime: "2026-01-02T15:01:00Z"
+  disruption: {attempt: 1, pod: full-2, reason: PreemptionByScheduler, message: preempted}
   startTime: "2026-01-02T15:00:00Z"
   communication: {backend: nccl, lastAllReduceBusBandwidth: 11.8 GB/s,
                   lastAllReduceBusBandwidthBytes: 11800000000,
@@ -386,7 +436,41 @@ TEST(TrainingJobRoundTripTest, AbsentOptionalFieldsStayAbsent) {
   EXPECT_FALSE(written["spec"].contains("processesPerReplica"));
   EXPECT_FALSE(written["spec"]["runPolicy"].contains("activeDeadlineSeconds"));
   EXPECT_FALSE(written["spec"]["runPolicy"].contains("ttlSecondsAfterFinished"));
+  EXPECT_FALSE(written["spec"]["runPolicy"]["failurePolicy"].contains("rules"));
   EXPECT_FALSE(written.contains("status"));
+}
+
+TEST(TrainingJobRoundTripTest, FailurePolicyDefaultsAreWrittenOut) {
+  const json written = Parse(MinimalJob()).ToJson()["spec"]["runPolicy"]["failurePolicy"];
+  EXPECT_EQ(written, json({{"restartBackoff", {{"initialSeconds", 10}, {"maxSeconds", 300}}}}));
+}
+
+TEST(RestartBackoffTest, DoublesFromInitialUpToMax) {
+  const RestartBackoff backoff{.initial_seconds = 10, .max_seconds = 300};
+  std::vector<std::int64_t> delays;
+  for (std::int64_t restart = 1; restart <= 8; ++restart) {
+    delays.push_back(backoff.Delay(restart).count());
+  }
+  EXPECT_EQ(delays, (std::vector<std::int64_t>{10, 20, 40, 80, 160, 300, 300, 300}));
+  EXPECT_EQ(backoff.Delay(1000).count(), 300) << "no overflow however many restarts";
+}
+
+TEST(RestartBackoffTest, ZeroInitialMeansNoWait) {
+  const RestartBackoff none{.initial_seconds = 0, .max_seconds = 300};
+  EXPECT_EQ(none.Delay(1).count(), 0);
+  EXPECT_EQ(none.Delay(20).count(), 0);
+  const RestartBackoff flat{.initial_seconds = 7, .max_seconds = 7};
+  EXPECT_EQ(flat.Delay(5).count(), 7);
+}
+
+// Status written before the failure policy existed counted every restart.
+TEST(TrainingJobStatusTest, CountedRestartsDefaultToRestartsInOldStatus) {
+  FieldErrors errors;
+  const TrainingJobStatus status = StatusFromJson(json{{"restarts", 2}}, &errors);
+  EXPECT_EQ(status.restarts, 2);
+  EXPECT_EQ(status.counted_restarts, 2);
+  EXPECT_EQ(StatusFromJson(json{{"restarts", 2}, {"countedRestarts", 0}}, &errors).counted_restarts, 0);
+  EXPECT_THAT(Strings(errors), IsEmpty());
 }
 
 TrainingJobStatus FullStatus() {
@@ -417,6 +501,12 @@ TrainingJobStatus FullStatus() {
   status.master_addr = "demo-0.demo.default.svc";
   status.replicas = ReplicaCounts{.active = 3, .ready = 2, .succeeded = 0, .failed = 1};
   status.restarts = 2;
+  status.counted_restarts = 1;
+  status.next_restart_time = At(2026, 1, 2, 16, 0, 20);
+  status.disruption = Disruption{.attempt = 1,
+                                 .pod = "demo-3",
+                                 .reason = "EvictionByEvictionAPI",
+                                 .message = "Eviction API: evicting"};
   status.start_time = At(2026, 1, 2, 15, 4, 0);
   status.completion_time = At(2026, 1, 3, 0, 0, 0);
   status.communication = CommunicationStatus{.backend = "gloo",
@@ -464,6 +554,12 @@ TEST(TrainingJobStatusTest, WritesTheCrdFieldNames) {
   EXPECT_FALSE(written["conditions"][2].contains("reason"));
   EXPECT_EQ(written["communication"]["lastAllReduceBusBandwidthBytes"], 1'250'000'000);
   EXPECT_EQ(written["startTime"], "2026-01-02T15:04:00Z");
+  EXPECT_EQ(written["countedRestarts"], 1);
+  EXPECT_EQ(written["nextRestartTime"], "2026-01-02T16:00:20Z");
+  EXPECT_EQ(written["disruption"], json({{"attempt", 1},
+                                         {"pod", "demo-3"},
+                                         {"reason", "EvictionByEvictionAPI"},
+                                         {"message", "Eviction API: evicting"}}));
 }
 
 TEST(TrainingJobStatusTest, StatusSurvivesAJobRoundTrip) {
@@ -545,6 +641,37 @@ INSTANTIATE_TEST_SUITE_P(
                       R"(spec.runPolicy.activeDeadlineSeconds: must be an integer, got "1h")"},
         TypeErrorCase{"SuspendNumber", "/spec/runPolicy", json{{"suspend", 1}},
                       "spec.runPolicy.suspend: must be true or false, got 1"},
+        TypeErrorCase{"FailurePolicyList", "/spec/runPolicy", json{{"failurePolicy", json::array()}},
+                      "spec.runPolicy.failurePolicy: must be an object, got []"},
+        TypeErrorCase{"RulesObject", "/spec/runPolicy", json{{"failurePolicy", {{"rules", {{"action", "Ignore"}}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules: must be a list of rules, got {"action":"Ignore"})"},
+        TypeErrorCase{"RuleString", "/spec/runPolicy", json{{"failurePolicy", {{"rules", {"FailJob"}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules[0]: must be a rule object, got "FailJob")"},
+        TypeErrorCase{"ActionUnknown", "/spec/runPolicy",
+                      json{{"failurePolicy", {{"rules", {{{"action", "Count"}}}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules[0].action: must be one of FailJob, RestartJob, Ignore, got "Count")"},
+        TypeErrorCase{"ActionMissing", "/spec/runPolicy", json{{"failurePolicy", {{"rules", {json::object()}}}}},
+                      "spec.runPolicy.failurePolicy.rules[0].action: is required: one of FailJob, RestartJob, Ignore"},
+        TypeErrorCase{"OperatorUnknown", "/spec/runPolicy",
+                      json{{"failurePolicy",
+                            {{"rules", {{{"action", "FailJob"}, {"onExitCodes", {{"operator", "Equals"}, {"values", {3}}}}}}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules[0].onExitCodes.operator: must be In or NotIn, got "Equals")"},
+        TypeErrorCase{"ExitCodeString", "/spec/runPolicy",
+                      json{{"failurePolicy",
+                            {{"rules", {{{"action", "FailJob"}, {"onExitCodes", {{"operator", "In"}, {"values", {3, "4"}}}}}}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules[0].onExitCodes.values[1]: must be an integer exit code, got "4")"},
+        TypeErrorCase{"ValuesMissing", "/spec/runPolicy",
+                      json{{"failurePolicy", {{"rules", {{{"action", "FailJob"}, {"onExitCodes", {{"operator", "In"}}}}}}}}},
+                      "spec.runPolicy.failurePolicy.rules[0].onExitCodes.values: is required: the exit codes to match"},
+        TypeErrorCase{"PodConditionsObject", "/spec/runPolicy",
+                      json{{"failurePolicy", {{"rules", {{{"action", "Ignore"}, {"onPodConditions", {{"type", "X"}}}}}}}}},
+                      R"(spec.runPolicy.failurePolicy.rules[0].onPodConditions: must be a list of {type, status}, got {"type":"X"})"},
+        TypeErrorCase{"InitialSecondsString", "/spec/runPolicy",
+                      json{{"failurePolicy", {{"restartBackoff", {{"initialSeconds", "10s"}}}}}},
+                      R"(spec.runPolicy.failurePolicy.restartBackoff.initialSeconds: must be an integer, got "10s")"},
+        TypeErrorCase{"NextRestartTimeBad", "/status", json{{"nextRestartTime", "soon"}},
+                      "status.nextRestartTime: must be an RFC 3339 time such as 2026-01-02T15:04:05Z, "
+                      "got \"soon\""},
         TypeErrorCase{"TemplateList", "/spec/template", json::array({"trainer"}),
                       R"(spec.template: must be a PodTemplateSpec object, got ["trainer"])"},
         TypeErrorCase{"SpecString", "/spec", "replicas=4",

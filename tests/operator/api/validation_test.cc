@@ -534,6 +534,102 @@ TEST(ValidationTest, ValidateAloneChecksATypedJob) {
               ElementsAre(ErrorAt("spec.communication.preflight.maxBytes", "got 18253611008")));
 }
 
+// ValidJob() with spec.runPolicy.failurePolicy.rules = [rule].
+json WithRule(const json& rule) {
+  return With("/spec/runPolicy", json{{"failurePolicy", {{"rules", json::array({rule})}}}});
+}
+
+json ExitCodes(const std::string& op, const json& values) {
+  return {{"action", "FailJob"}, {"onExitCodes", {{"operator", op}, {"values", values}}}};
+}
+
+constexpr const char* kRule = "spec.runPolicy.failurePolicy.rules[0]";
+
+TEST(FailurePolicyValidationTest, AcceptsRulesAsJobsPodFailurePolicyDoes) {
+  json rules = json::array(
+      {ExitCodes("In", {1, 42, 255}), ExitCodes("NotIn", {0, 1}),
+       {{"action", "Ignore"}, {"onPodConditions", {{{"type", "DisruptionTarget"}}, {{"type", "example.com/Bad-Config"}, {"status", "Unknown"}}}}},
+       {{"action", "RestartJob"},
+        {"onExitCodes", {{"containerName", "ringleader-preflight"}, {"operator", "In"}, {"values", {3}}}}}});
+  EXPECT_THAT(Check(With("/spec/runPolicy", json{{"failurePolicy", {{"rules", rules}}}})), IsEmpty());
+}
+
+TEST(FailurePolicyValidationTest, ARuleNeedsExactlyOneRequirement) {
+  const std::string message = std::string(kRule) + ": must set exactly one of onExitCodes and onPodConditions";
+  EXPECT_THAT(Check(WithRule({{"action", "Ignore"}})), ElementsAre(message));
+  json both = ExitCodes("In", {3});
+  both["onPodConditions"] = {{{"type", "DisruptionTarget"}}};
+  EXPECT_THAT(Check(WithRule(both)), ElementsAre(message));
+}
+
+TEST(FailurePolicyValidationTest, ExitCodeValuesFollowJobsRules) {
+  const std::string values = std::string(kRule) + ".onExitCodes.values";
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", {0, 3}))),
+              ElementsAre(ErrorAt(values + "[0]", "must not be 0 with the In operator")));
+  EXPECT_THAT(Check(WithRule(ExitCodes("NotIn", {0, 3}))), IsEmpty());
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", {3, 3}))), ElementsAre(values + "[1]: duplicates exit code 3"));
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", {4, 3}))),
+              ElementsAre(values + "[1]: must be sorted in ascending order: 3 follows 4"));
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", {256}))), ElementsAre(values + "[0]: must be at most 255, got 256"));
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", {-1}))), ElementsAre(values + "[0]: must be at least 0, got -1"));
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", json::array()))), ElementsAre(values + ": must list at least one exit code"));
+  json many = json::array();
+  for (int code = 1; code <= 255; ++code) {
+    many.push_back(code);
+  }
+  EXPECT_THAT(Check(WithRule(ExitCodes("In", many))), IsEmpty());
+}
+
+TEST(FailurePolicyValidationTest, ContainerNameMustNameAContainer) {
+  json rule = ExitCodes("In", {3});
+  rule["onExitCodes"]["containerName"] = "trainr";
+  EXPECT_THAT(Check(WithRule(rule)),
+              ElementsAre(ErrorAt(std::string(kRule) + ".onExitCodes.containerName",
+                                  "must name a container of the template or ringleader's (ringleader-sidecar, "
+                                  "ringleader-preflight, trainer), got \"trainr\"")));
+  rule["onExitCodes"]["containerName"] = "trainer";
+  EXPECT_THAT(Check(WithRule(rule)), IsEmpty());
+  rule["onExitCodes"]["containerName"] = "ringleader-sidecar";
+  EXPECT_THAT(Check(WithRule(rule)), IsEmpty());
+}
+
+TEST(FailurePolicyValidationTest, PodConditionPatternsNeedATypeAndAStatus) {
+  const std::string patterns = std::string(kRule) + ".onPodConditions";
+  EXPECT_THAT(Check(WithRule({{"action", "Ignore"}, {"onPodConditions", json::array()}})),
+              ElementsAre(patterns + ": must list 1 to 20 conditions, got 0"));
+  EXPECT_THAT(Check(WithRule({{"action", "Ignore"}, {"onPodConditions", {{{"type", "Disruption Target"}}}}})),
+              ElementsAre(ErrorAt(patterns + "[0].type", "got \"Disruption Target\"")));
+  EXPECT_THAT(Check(WithRule({{"action", "Ignore"}, {"onPodConditions", {{{"status", "True"}}}}})),
+              ElementsAre(ErrorAt(patterns + "[0].type", "got \"\"")));
+  EXPECT_THAT(Check(WithRule({{"action", "Ignore"},
+                              {"onPodConditions", {{{"type", "DisruptionTarget"}, {"status", "yes"}}}}})),
+              ElementsAre(patterns + "[0].status: must be True, False or Unknown, got \"yes\""));
+}
+
+TEST(FailurePolicyValidationTest, AtMostTwentyRules) {
+  json rules = json::array();
+  for (int i = 0; i < 21; ++i) {
+    rules.push_back(ExitCodes("In", {i + 1}));
+  }
+  EXPECT_THAT(Check(With("/spec/runPolicy", json{{"failurePolicy", {{"rules", rules}}}})),
+              ElementsAre("spec.runPolicy.failurePolicy.rules: must have at most 20 rules, got 21"));
+}
+
+TEST(FailurePolicyValidationTest, RestartBackoffBounds) {
+  const auto backoff = [](const json& value) {
+    return Check(With("/spec/runPolicy", json{{"failurePolicy", {{"restartBackoff", value}}}}));
+  };
+  const std::string base = "spec.runPolicy.failurePolicy.restartBackoff.";
+  EXPECT_THAT(backoff({{"initialSeconds", 0}}), IsEmpty());
+  EXPECT_THAT(backoff({{"initialSeconds", 3600}, {"maxSeconds", 86400}}), IsEmpty());
+  EXPECT_THAT(backoff({{"initialSeconds", -1}}), ElementsAre(base + "initialSeconds: must be at least 0, got -1"));
+  EXPECT_THAT(backoff({{"initialSeconds", 3601}, {"maxSeconds", 86400}}),
+              ElementsAre(base + "initialSeconds: must be at most 3600, got 3601"));
+  EXPECT_THAT(backoff({{"maxSeconds", 86401}}), ElementsAre(base + "maxSeconds: must be at most 86400, got 86401"));
+  EXPECT_THAT(backoff({{"initialSeconds", 60}, {"maxSeconds", 30}}),
+              ElementsAre(base + "maxSeconds: must be at least initialSeconds (60), got 30"));
+}
+
 TEST(ValidationTest, JoinErrorsSeparatesWithSemicolons) {
   EXPECT_EQ(JoinErrors({}), "");
   EXPECT_EQ(JoinErrors({{"spec.replicas", "must be at least 1, got 0"}}),

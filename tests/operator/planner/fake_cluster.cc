@@ -170,13 +170,44 @@ void FakeCluster::FailPreflight(const std::string& pod, int exit_code, const std
   pods_.at(pod)["status"]["phase"] = "Failed";
 }
 
-void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std::string& reason) {
+void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std::string& reason,
+                                const std::string& container) {
   json& status = pods_.at(pod)["status"];
   status["phase"] = "Failed";
   status["containerStatuses"] = json::array(
-      {{{"name", "trainer"},
+      {{{"name", container},
         {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", reason}}}}}}});
 }
+
+void FakeCluster::SetPodCondition(const std::string& pod, const std::string& type,
+                                  const std::string& status, const std::string& reason,
+                                  const std::string& message) {
+  json& pod_status = pods_.at(pod)["status"];
+  if (!pod_status.contains("conditions")) {
+    pod_status["conditions"] = json::array();
+  }
+  json condition = {{"type", type}, {"status", status}};
+  if (!reason.empty()) {
+    condition["reason"] = reason;
+  }
+  if (!message.empty()) {
+    condition["message"] = message;
+  }
+  for (json& existing : pod_status["conditions"]) {
+    if (existing["type"] == type) {
+      existing = condition;
+      return;
+    }
+  }
+  pod_status["conditions"].push_back(condition);
+}
+
+void FakeCluster::Disrupt(const std::string& pod, const std::string& reason, const std::string& message) {
+  SetPodCondition(pod, "DisruptionTarget", "True", reason, message);
+  pods_.at(pod)["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+}
+
+void FakeCluster::RemovePod(const std::string& pod) { pods_.erase(pod); }
 
 void FakeCluster::FailSidecar(const std::string& pod, int exit_code, const std::string& message) {
   SetInitStatus(pod, {{"name", "ringleader-sidecar"},

@@ -48,7 +48,17 @@ class FakeCluster {
   void PassPreflight(const std::string& pod);
   // The preflight init container exited non-zero with `message` (its log tail); the Pod fails.
   void FailPreflight(const std::string& pod, int exit_code, const std::string& message);
-  void FailContainer(const std::string& pod, int exit_code, const std::string& reason);
+  // The app container `container` terminated with `exit_code`; the Pod fails.
+  void FailContainer(const std::string& pod, int exit_code, const std::string& reason,
+                     const std::string& container = "trainer");
+  // Sets (or replaces) a condition in the Pod's status.conditions.
+  void SetPodCondition(const std::string& pod, const std::string& type, const std::string& status,
+                       const std::string& reason = "", const std::string& message = "");
+  // What Kubernetes does to a Pod it preempts or evicts: DisruptionTarget=True, then a graceful
+  // delete (deletionTimestamp set; the Pod stays until FinishDeletions or RemovePod).
+  void Disrupt(const std::string& pod, const std::string& reason, const std::string& message);
+  // The Pod is gone from the API, as after its deletion completed.
+  void RemovePod(const std::string& pod);
   // The sidecar exited non-zero with `message` and the kubelet is restarting it.
   void FailSidecar(const std::string& pod, int exit_code, const std::string& message);
   // A Pod the job does not own, carrying the job's labels.

@@ -255,14 +255,17 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   ASSERT_NE(restarting, nullptr);
   EXPECT_THAT((*restarting)["message"].get<std::string>(),
               HasSubstr("rank 2 (pod demo-2) container trainer exited with code 137 (OOMKilled)"));
-  EXPECT_THAT((*restarting)["message"].get<std::string>(), HasSubstr("restart 1 of 3"));
+  EXPECT_THAT((*restarting)["message"].get<std::string>(),
+              HasSubstr("restarting all 4 pods in 10 s (restart 1 of 3, backoff 10 s)"));
   const auto restart_event = std::find_if(cluster.events().begin(), cluster.events().end(),
                                           [](const RecordEvent& e) { return e.reason == "Restarting"; });
   ASSERT_NE(restart_event, cluster.events().end());
   EXPECT_EQ(restart_event->type, "Warning");
   EXPECT_THAT(restart_event->message, HasSubstr("PodFailed: rank 2 (pod demo-2)"));
-  // The new gang comes up as attempt 1 with the same ports.
-  cluster.ReconcileUntilStable(At(21));
+  // The new gang comes up after the default backoff (10 s) as attempt 1 with the same ports.
+  cluster.ReconcileUntilStable(At(29));
+  EXPECT_TRUE(cluster.pods().empty());
+  cluster.ReconcileUntilStable(At(30));
   ASSERT_EQ(cluster.pods().size(), 4u);
   for (const auto& [name, pod] : cluster.pods()) {
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
@@ -271,7 +274,7 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
     EXPECT_EQ(EnvValue(Trainer(pod), "MASTER_PORT"), "61000");
   }
   cluster.SetAllPhases("Running");
-  cluster.ReconcileUntilStable(At(22));
+  cluster.ReconcileUntilStable(At(31));
   EXPECT_EQ(job["status"]["state"], "Running");
   EXPECT_EQ((*FindCondition(job, "Restarting"))["status"], "False");
 }
@@ -287,7 +290,7 @@ TEST(PlanTest, RestartWaitsForOldPodsToTerminateBeforeReusingTheirNames) {
     EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << name;
   }
   cluster.FinishDeletions();
-  cluster.ReconcileUntilStable(At(2));
+  cluster.ReconcileUntilStable(At(11));  // past the 10 s backoff
   ASSERT_EQ(cluster.pods().size(), 2u);
   EXPECT_EQ(cluster.pods().at("demo-0")["metadata"]["labels"]["ringleader.dev/attempt"], "1");
 }
@@ -300,9 +303,10 @@ TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   EXPECT_EQ(cluster.job_json()["status"]["restarts"], 1);
+  cluster.ReconcileUntilStable(At(11));  // past the 10 s backoff
   cluster.SetAllPhases("Running");
   cluster.FailContainer("demo-0", 2, "Error");
-  cluster.ReconcileUntilStable(At(2));
+  cluster.ReconcileUntilStable(At(12));
   const json& job = cluster.job_json();
   EXPECT_EQ(job["status"]["state"], "Failed");
   const json* failed = FindCondition(job, "Failed");

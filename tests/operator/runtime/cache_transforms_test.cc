@@ -66,6 +66,9 @@ TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipAndStatusOnly) {
   pod["status"]["containerStatuses"][0]["imageID"] = "sha256:abc";
   pod["status"]["hostIP"] = "10.0.0.1";
   pod["status"]["podIP"] = "10.1.0.7";
+  pod["status"]["conditions"] = json::array(
+      {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"},
+        {"message", "Eviction API: evicting"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}});
   TrimPod(pod);
 
   EXPECT_FALSE(pod.contains("spec"));
@@ -79,6 +82,10 @@ TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipAndStatusOnly) {
   EXPECT_EQ(pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
   EXPECT_EQ(pod["status"]["podIP"], "10.1.0.7");
   EXPECT_FALSE(pod["status"].contains("hostIP"));
+  // The failure policy reads every condition (DisruptionTarget, onPodConditions).
+  EXPECT_EQ(pod["status"]["conditions"],
+            json::array({{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"},
+                          {"message", "Eviction API: evicting"}}}));
 }
 
 TEST(CacheTransformsTest, SecretsKeepNoData) {
@@ -142,9 +149,17 @@ TEST(CacheTransformsTest, PlansFromTrimmedPodsEqualPlansFromFullPods) {
   cluster.Reconcile(At(2));
   ExpectSamePlan(cluster, "gang restart with terminating pods");
   cluster.FinishDeletions();
-  cluster.ReconcileUntilStable(At(3));
+  ExpectSamePlan(cluster, "restart backoff");
+  cluster.ReconcileUntilStable(At(12));
   cluster.FailPreflight("demo-0", 3, "rendezvous: ranks 2 of 3 did not join within 300 s");
   ExpectSamePlan(cluster, "preflight failed");
+  cluster.Reconcile(At(13));
+  cluster.FinishDeletions();
+  cluster.ReconcileUntilStable(At(60));
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(60));
+  cluster.Disrupt("demo-1", "PreemptionByScheduler", "preempted by default/urgent");
+  ExpectSamePlan(cluster, "a rank preempted");
   cluster.AddForeignPod("intruder");
   ExpectSamePlan(cluster, "foreign pod");
 }
