@@ -86,6 +86,10 @@ inline constexpr std::string_view kNodeName = "RINGLEADER_NODE_NAME";
 inline constexpr std::string_view kRdmaResources = "RINGLEADER_RDMA_RESOURCES";
 // Which part of a Pod this process plays (mode:: below); a local run leaves it unset ("run").
 inline constexpr std::string_view kMode = "RINGLEADER_MODE";
+// Read by the NCCL profiler plugin inside each trainer (sidecar/profiler): the Unix socket it
+// sends snapshots to (default path::kProfilerSocket) and how often, in milliseconds (5000).
+inline constexpr std::string_view kProfilerSocket = "RINGLEADER_PROFILER_SOCKET";
+inline constexpr std::string_view kProfilerIntervalMs = "RINGLEADER_PROFILER_INTERVAL_MS";
 
 // Names a user may not set in a trainer container: ringleader sets them and would otherwise be
 // silently overridden (or silently override the user).
@@ -129,6 +133,8 @@ inline constexpr std::string_view kRunDir = "/var/run/ringleader/run";
 inline constexpr std::string_view kContractFile = "/var/run/ringleader/run/contract.json";
 // Written by the preflight init container for the sidecar: its table, verdict and transport.
 inline constexpr std::string_view kPreflightResultFile = "/var/run/ringleader/run/preflight.json";
+// The sidecar listens here for the profiler plugin's snapshots (profiler/snapshot_protocol.h).
+inline constexpr std::string_view kProfilerSocket = "/var/run/ringleader/run/profiler.sock";
 }  // namespace path
 
 // Key of the job token inside the job's Secret.

@@ -2,8 +2,8 @@
 # Builds the libFuzzer targets with clang in build/fuzz and runs each for SECONDS (default 60)
 # on its seed corpus: the watch-stream parser, the rendezvous frame decoder,
 # the rendezvous server behind a real socket (handshake and store ops), and what the sidecar
-# reads from its run dir (the preflight's result, NCCL's INFO log). Needs clang-14
-# and libFuzzer (Debian: clang-14 libclang-rt-14-dev).
+# reads from its run dir (the preflight's result, NCCL's INFO log), and the profiler plugin's
+# snapshot frames. Needs clang-14 and libFuzzer (Debian: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -18,7 +18,8 @@ fi
 
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_CXX_COMPILER="${cxx}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGLEADER_FUZZ=ON -DRINGLEADER_BENCHMARKS=OFF >/dev/null
-targets=(watch_parser_fuzz rendezvous_decoder_fuzz rendezvous_server_fuzz run_dir_fuzz)
+targets=(watch_parser_fuzz rendezvous_decoder_fuzz rendezvous_server_fuzz run_dir_fuzz
+  profiler_snapshot_fuzz)
 cmake --build "${build}" -j"${FUZZ_JOBS:-2}" --target "${targets[@]}"
 mkdir -p "${build}/artifacts"
 
@@ -38,3 +39,4 @@ run watch_parser_fuzz watch_parser 65536
 run rendezvous_decoder_fuzz rendezvous_decoder 16384
 run rendezvous_server_fuzz rendezvous_server 16384
 run run_dir_fuzz run_dir 65536
+run profiler_snapshot_fuzz profiler_snapshot 65536
