@@ -18,8 +18,10 @@ JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, a
     *[("ringleader.dev", "trainingjobs", v) for v in ("list", "watch", "delete")],
     ("ringleader.dev", "trainingjobs/status", "update"),
     *[("", "pods", v) for v in ("get", "list", "watch", "create", "delete")],
-    # Services and Secrets are never deleted by the operator: garbage collection removes them.
-    *[("", r, v) for r in ("services", "secrets") for v in ("get", "list", "watch", "create")],
+    # A suspended job's Service is deleted (it names the ports the job gave back); Secrets go
+    # with their job through garbage collection.
+    *[("", "services", v) for v in ("get", "list", "watch", "create", "delete")],
+    *[("", "secrets", v) for v in ("get", "list", "watch", "create")],
     ("", "events", "create"),
 ]
 errors = []

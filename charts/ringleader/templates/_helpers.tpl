@@ -47,9 +47,10 @@ app.kubernetes.io/part-of: ringleader
 What the operator does to TrainingJobs and their children, derived from operator/runtime: the
 informers list and watch TrainingJobs, Pods, Services and Secrets; the applier creates the
 children (reading one back when its name is taken) and deletes Pods (a gang restart, a suspended
-or finished job), writes status through /status with PUT, deletes a finished job after its TTL
-and records Events. Services and Secrets go with their job through garbage collection, so the
-operator never deletes them. tests/e2e/chart_install_test checks each grant is used.
+or finished job) and a suspended job's Service (it names the ports the job gave back), writes
+status through /status with PUT, deletes a finished job after its TTL and records Events.
+Secrets go with their job through garbage collection, so the operator never deletes them.
+tests/e2e/chart_install_test checks each grant is used.
 */}}
 {{- define "ringleader.jobRules" -}}
 - apiGroups: [ringleader.dev]
@@ -62,7 +63,10 @@ operator never deletes them. tests/e2e/chart_install_test checks each grant is u
   resources: [pods]
   verbs: [get, list, watch, create, delete]
 - apiGroups: [""]
-  resources: [services, secrets]
+  resources: [services]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [""]
+  resources: [secrets]
   verbs: [get, list, watch, create]
 - apiGroups: [""]
   resources: [events]
