@@ -73,7 +73,9 @@ for entry in "${cases[@]}"; do
 done
 
 # The CRD ships in the chart's crds/ (installed before the templates, never templated).
-"$helm" template rl "$chart" --namespace "$ns" --include-crds | grep -q '^kind: CustomResourceDefinition$' ||
+# Whole output first: with pipefail, grep -q quitting at its match could SIGPIPE helm mid-write.
+with_crds=$("$helm" template rl "$chart" --namespace "$ns" --include-crds)
+grep -q '^kind: CustomResourceDefinition$' <<<"$with_crds" ||
   fail "helm template --include-crds has no CustomResourceDefinition"
 
 # values.schema.json rejects bad values.

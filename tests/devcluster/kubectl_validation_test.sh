@@ -43,7 +43,7 @@ job() {
     printf '  %s\n' "$line"
   done
   ((replicas_given)) || printf '  replicas: 2\n'
-  if ! printf '%s\n' "$@" | grep -q '^template:'; then
+  if ! grep -q '^template:' <<<"$(printf '%s\n' "$@")"; then  # no pipe: grep -q may SIGPIPE it
     printf '  template:\n    spec:\n      containers:\n        - {name: trainer, image: ringleader/example-trainer:0.1.0}\n'
   fi
 }
