@@ -23,6 +23,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "tests/bench/bench_args.h"
+#include "tests/bench/forked_ranks.h"
 #include "tests/bench/gloo_direct_timing.h"
 
 namespace ringleader::bench {
@@ -88,36 +89,10 @@ void RunRank(const Args& args, int rank, const std::string& store_dir) {
 
 int Main(int argc, char** argv) {
   const Args args = ParseArgs(argc, argv);
-  char dir_template[] = "/tmp/gloo-direct-XXXXXX";
-  if (::mkdtemp(dir_template) == nullptr) {
-    throw std::runtime_error("mkdtemp failed");
-  }
-  const std::string store_dir = dir_template;
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < args.ranks; ++rank) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      int code = 0;
-      try {
-        RunRank(args, rank, store_dir);
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "rank %d: %s\n", rank, e.what());
-        code = 1;
-      }
-      std::fflush(stdout);
-      ::_exit(code);
-    }
-    children.push_back(pid);
-  }
-  int failures = 0;
-  for (const pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    failures += (WIFEXITED(status) && WEXITSTATUS(status) == 0) ? 0 : 1;
-  }
-  std::error_code ignored;
-  std::filesystem::remove_all(store_dir, ignored);
-  return failures == 0 ? 0 : 1;
+  // Each rank is its own process.
+  return RunForkedRanks(args.ranks, "gloo-direct", [&](int rank, const std::filesystem::path& dir) {
+    RunRank(args, rank, dir.string());
+  });
 }
 
 }  // namespace
