@@ -90,6 +90,15 @@ inline constexpr std::string_view kMode = "RINGLEADER_MODE";
 // sends snapshots to (default path::kProfilerSocket) and how often, in milliseconds (5000).
 inline constexpr std::string_view kProfilerSocket = "RINGLEADER_PROFILER_SOCKET";
 inline constexpr std::string_view kProfilerIntervalMs = "RINGLEADER_PROFILER_INTERVAL_MS";
+// Read by the native sidecar: "false" when spec.communication.telemetry.enabled is false (no
+// plugin copied, no profiler socket); anything else, or unset, means on.
+inline constexpr std::string_view kTelemetryEnabled = "RINGLEADER_TELEMETRY_ENABLED";
+// Read by the native sidecar: the directory it copies the profiler plugin into before it starts
+// serving (default path::kProfilerPluginDir, the trainers' read-only mount of the same volume).
+inline constexpr std::string_view kProfilerPluginDir = "RINGLEADER_PROFILER_PLUGIN_DIR";
+// NCCL's own setting that names the profiler plugin to load; the operator sets it on trainers to
+// path::kProfilerPlugin unless a trainer sets it itself.
+inline constexpr std::string_view kNcclProfilerPlugin = "NCCL_PROFILER_PLUGIN";
 
 // Names a user may not set in a trainer container: ringleader sets them and would otherwise be
 // silently overridden (or silently override the user).
@@ -135,7 +144,16 @@ inline constexpr std::string_view kContractFile = "/var/run/ringleader/run/contr
 inline constexpr std::string_view kPreflightResultFile = "/var/run/ringleader/run/preflight.json";
 // The sidecar listens here for the profiler plugin's snapshots (profiler/snapshot_protocol.h).
 inline constexpr std::string_view kProfilerSocket = "/var/run/ringleader/run/profiler.sock";
+// An emptyDir the native sidecar fills with the plugin from its image, mounted read-only in
+// each trainer: NCCL_PROFILER_PLUGIN points at kProfilerPlugin.
+inline constexpr std::string_view kProfilerPluginDir = "/var/run/ringleader/profiler";
+inline constexpr std::string_view kProfilerPlugin =
+    "/var/run/ringleader/profiler/libnccl-profiler-ringleader.so";
 }  // namespace path
+
+// The plugin's file name, in the sidecar's image beside the sidecar's executable and in
+// path::kProfilerPluginDir.
+inline constexpr std::string_view kProfilerPluginFileName = "libnccl-profiler-ringleader.so";
 
 // Key of the job token inside the job's Secret.
 inline constexpr std::string_view kTokenSecretKey = "token";

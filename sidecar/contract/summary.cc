@@ -100,6 +100,100 @@ const json* FindOptional(const json& object, const char* key) {
   return it == object.end() || it->is_null() ? nullptr : &*it;
 }
 
+// A finite number >= 0, or nullopt.
+std::optional<double> NonNegative(const json& value) {
+  const double number = value.is_number() ? value.get<double>() : -1;
+  if (!std::isfinite(number) || number < 0) {
+    return std::nullopt;
+  }
+  return number;
+}
+
+// An integer in [minimum, INT_MAX], or nullopt.
+std::optional<int> IntAtLeast(const json& value, int minimum) {
+  std::int64_t number = 0;
+  if (value.is_number_unsigned()) {
+    if (value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+      return std::nullopt;
+    }
+    number = static_cast<std::int64_t>(value.get<std::uint64_t>());
+  } else if (value.is_number_integer()) {
+    number = value.get<std::int64_t>();
+  } else {
+    return std::nullopt;
+  }
+  if (number < minimum || number > std::numeric_limits<int>::max()) {
+    return std::nullopt;
+  }
+  return static_cast<int>(number);
+}
+
+// A non-empty string of at most `limit` bytes, or nullopt.
+std::optional<std::string> ShortString(const json& value, std::size_t limit) {
+  if (!value.is_string() || value.get_ref<const std::string&>().empty() ||
+      value.get_ref<const std::string&>().size() > limit) {
+    return std::nullopt;
+  }
+  return value.get<std::string>();
+}
+
+bool ReadTraining(const json& object, TrainingSummary* out, std::string* error) {
+  if (!object.is_object()) {
+    return Fail(error, "training: must be an object, got " + Quote(object));
+  }
+  const auto member = [&](const char* key) -> const json* { return FindOptional(object, key); };
+  const json* collective = member("collective");
+  const auto collective_value = collective ? ShortString(*collective, kMaxTrainingCollectiveBytes) : std::nullopt;
+  if (!collective_value) {
+    return Fail(error, "training.collective: must be a string of 1 to " +
+                           std::to_string(kMaxTrainingCollectiveBytes) + " bytes, got " +
+                           (collective ? Quote(*collective) : std::string("nothing")));
+  }
+  out->collective = *collective_value;
+  const json* size = member("size");
+  const auto size_value = size ? ShortString(*size, kMaxTrainingSizeBytes) : std::nullopt;
+  if (!size_value) {
+    return Fail(error, "training.size: must be a string of 1 to " +
+                           std::to_string(kMaxTrainingSizeBytes) + " bytes, got " +
+                           (size ? Quote(*size) : std::string("nothing")));
+  }
+  out->size = *size_value;
+  const json* busbw = member("busBandwidthBytesPerSecond");
+  const auto busbw_value = busbw ? NonNegative(*busbw) : std::nullopt;
+  if (!busbw_value) {
+    return Fail(error, "training.busBandwidthBytesPerSecond: must be a finite number >= 0, got " +
+                           (busbw ? Quote(*busbw) : std::string("nothing")));
+  }
+  out->bus_bandwidth = *busbw_value;
+  const json* reporting = member("ranksReporting");
+  const auto reporting_value = reporting ? IntAtLeast(*reporting, 1) : std::nullopt;
+  if (!reporting_value) {
+    return Fail(error, "training.ranksReporting: must be an integer >= 1, got " +
+                           (reporting ? Quote(*reporting) : std::string("nothing")));
+  }
+  out->ranks_reporting = *reporting_value;
+  const json* slowest = member("slowestRank");
+  const json* slowest_busbw = member("slowestRankBusBandwidthBytesPerSecond");
+  if ((slowest == nullptr) != (slowest_busbw == nullptr)) {
+    return Fail(error, "training.slowestRank and training.slowestRankBusBandwidthBytesPerSecond: "
+                       "must come together");
+  }
+  if (slowest != nullptr) {
+    const auto rank = IntAtLeast(*slowest, 0);
+    if (!rank) {
+      return Fail(error, "training.slowestRank: must be an integer >= 0, got " + Quote(*slowest));
+    }
+    const auto value = NonNegative(*slowest_busbw);
+    if (!value) {
+      return Fail(error, "training.slowestRankBusBandwidthBytesPerSecond: must be a finite number "
+                         ">= 0, got " + Quote(*slowest_busbw));
+    }
+    out->slowest_rank = rank;
+    out->slowest_rank_bus_bandwidth = value;
+  }
+  return true;
+}
+
 bool ReadSummary(const json& object, Summary* out, std::string* error) {
   if (!object.is_object()) {
     return Fail(error, "summary must be a JSON object, got " + Quote(object));
@@ -133,26 +227,18 @@ bool ReadSummary(const json& object, Summary* out, std::string* error) {
   }
 
   if (const json* bandwidth = FindOptional(object, "allReduceBusBandwidthBytesPerSecond")) {
-    const double value = bandwidth->is_number() ? bandwidth->get<double>() : -1;
-    if (!std::isfinite(value) || value < 0) {
+    out->all_reduce_bus_bandwidth = NonNegative(*bandwidth);
+    if (!out->all_reduce_bus_bandwidth) {
       return Fail(error, "allReduceBusBandwidthBytesPerSecond: must be a finite number >= 0, got " +
                              Quote(*bandwidth));
     }
-    out->all_reduce_bus_bandwidth = value;
   }
 
   if (const json* rank = FindOptional(object, "slowestRank")) {
-    bool valid = false;
-    if (rank->is_number_unsigned()) {
-      valid = rank->get<std::uint64_t>() <= static_cast<std::uint64_t>(std::numeric_limits<int>::max());
-    } else if (rank->is_number_integer()) {
-      const std::int64_t value = rank->get<std::int64_t>();
-      valid = value >= 0 && value <= std::numeric_limits<int>::max();
-    }
-    if (!valid) {
+    out->slowest_rank = IntAtLeast(*rank, 0);
+    if (!out->slowest_rank) {
       return Fail(error, "slowestRank: must be an integer >= 0, got " + Quote(*rank));
     }
-    out->slowest_rank = rank->get<int>();
   }
 
   if (const json* transport = FindOptional(object, "transport")) {
@@ -161,6 +247,14 @@ bool ReadSummary(const json& object, Summary* out, std::string* error) {
                              std::to_string(kMaxTransportBytes) + " bytes, got " + Quote(*transport));
     }
     out->transport = transport->get<std::string>();
+  }
+
+  if (const json* training = FindOptional(object, "training")) {
+    TrainingSummary value;
+    if (!ReadTraining(*training, &value, error)) {
+      return false;
+    }
+    out->training = std::move(value);
   }
   return true;
 }
@@ -180,6 +274,18 @@ json SummaryToJson(const Summary& summary) {
   }
   if (!summary.transport.empty()) {
     out["transport"] = summary.transport;
+  }
+  if (summary.training) {
+    const TrainingSummary& training = *summary.training;
+    json value = {{"collective", training.collective},
+                  {"size", training.size},
+                  {"busBandwidthBytesPerSecond", training.bus_bandwidth},
+                  {"ranksReporting", training.ranks_reporting}};
+    if (training.slowest_rank && training.slowest_rank_bus_bandwidth) {
+      value["slowestRank"] = *training.slowest_rank;
+      value["slowestRankBusBandwidthBytesPerSecond"] = *training.slowest_rank_bus_bandwidth;
+    }
+    out["training"] = std::move(value);
   }
   return out;
 }

@@ -5,7 +5,15 @@
 //    "lastProbeTime": "2026-11-29T18:00:00Z" (RFC 3339 UTC, optional),
 //    "allReduceBusBandwidthBytesPerSecond": 1.18e10 (finite number >= 0, optional),
 //    "slowestRank": 3 (integer >= 0, optional),
-//    "transport": "NET/IB (mlx5_0:1, GDRDMA)" (the preflight's, as NCCL named it; optional)}
+//    "transport": "NET/IB (mlx5_0:1, GDRDMA)" (the preflight's, as NCCL named it; optional),
+//    "training": {                       (optional: the trainers' own collectives, as the NCCL
+//                                         profiler plugin timed them on the GPUs)
+//      "collective": "all_reduce",       (the op that moved the most bytes, job-wide)
+//      "size": "64MiB",                  (its busiest size bucket, SizeBucket's label)
+//      "busBandwidthBytesPerSecond": 1.1e11,  (the median of the reporting ranks' busbw there)
+//      "ranksReporting": 4,              (Pod ranks whose trainers reported that cell)
+//      "slowestRank": 3,                 (optional: the Pod rank with the lowest busbw there)
+//      "slowestRankBusBandwidthBytesPerSecond": 9.0e10}}  (optional, with slowestRank)
 // "backend" and the bandwidth are the last probe's: in an operator-made Pod that is the
 // preflight's until the native sidecar's own monitor (Gloo unless it shares the trainers'
 // devices) reports.
@@ -22,6 +30,21 @@ namespace ringleader::contract {
 
 // The longest transport description sent (the CRD's status.communication.transport maxLength).
 inline constexpr std::size_t kMaxTransportBytes = 256;
+// Bounds of training.collective and training.size (the CRD's maxLength for each).
+inline constexpr std::size_t kMaxTrainingCollectiveBytes = 32;
+inline constexpr std::size_t kMaxTrainingSizeBytes = 16;
+
+// The Pod ranks' training collectives compared at one (collective, size) cell; rank 0's sidecar
+// fills it from every rank's report.
+struct TrainingSummary {
+  std::string collective;  // CollectiveName() or the profiler's op name, at most 32 bytes
+  std::string size;        // the `size` label, at most 16 bytes
+  double bus_bandwidth = 0;  // bytes per second, finite, >= 0
+  int ranks_reporting = 0;   // >= 1
+  std::optional<int> slowest_rank;
+  std::optional<double> slowest_rank_bus_bandwidth;  // set exactly when slowest_rank is
+  bool operator==(const TrainingSummary&) const = default;
+};
 
 struct Summary {
   std::string backend;
@@ -30,6 +53,7 @@ struct Summary {
   std::optional<double> all_reduce_bus_bandwidth;  // bytes per second
   std::optional<int> slowest_rank;
   std::string transport;  // "" when not reported
+  std::optional<TrainingSummary> training;
   bool operator==(const Summary&) const = default;
 };
 

@@ -19,6 +19,12 @@ Summary FullSummary() {
   summary.all_reduce_bus_bandwidth = 1.18e10;
   summary.slowest_rank = 3;
   summary.transport = "NET/IB (mlx5_0:1, GDRDMA)";
+  summary.training = TrainingSummary{.collective = "all_reduce",
+                                     .size = "64MiB",
+                                     .bus_bandwidth = 1.1e11,
+                                     .ranks_reporting = 4,
+                                     .slowest_rank = 2,
+                                     .slowest_rank_bus_bandwidth = 9.5e10};
   return summary;
 }
 
@@ -35,7 +41,10 @@ TEST(SummaryTest, WritesTheDocumentedMemberNames) {
   const nlohmann::json json = SummaryToJson(FullSummary());
   EXPECT_EQ(json, nlohmann::json::parse(R"js({"backend": "nccl", "preflight": "Passed",
       "lastProbeTime": "2026-11-29T18:00:00Z", "allReduceBusBandwidthBytesPerSecond": 1.18e10,
-      "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)"})js"));
+      "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)",
+      "training": {"collective": "all_reduce", "size": "64MiB", "busBandwidthBytesPerSecond": 1.1e11,
+                   "ranksReporting": 4, "slowestRank": 2,
+                   "slowestRankBusBandwidthBytesPerSecond": 9.5e10}})js"));
 }
 
 TEST(SummaryTest, OmitsOptionalMembersThatAreUnset) {
@@ -109,6 +118,30 @@ TEST(SummaryTest, RefusesEachBadMemberNamingIt) {
       {R"({"backend": "nccl", "preflight": "", "transport": 3})", "transport: must be a string"},
       {R"({"backend": "nccl", "preflight": "", "transport": ")" + std::string(257, 'x') + R"("})",
        "transport: must be a string of at most 256 bytes"},
+      {R"({"backend": "nccl", "preflight": "", "training": []})", "training: must be an object"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"size": "1KiB",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 1}})", "training.collective: must be"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": ")" + std::string(33, 'x') +
+           R"(", "size": "1KiB", "busBandwidthBytesPerSecond": 1, "ranksReporting": 1}})",
+       "training.collective: must be a string of 1 to 32 bytes"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 1}})", "training.size: must be"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "1KiB",
+          "busBandwidthBytesPerSecond": -2, "ranksReporting": 1}})",
+       "training.busBandwidthBytesPerSecond: must be a finite number >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "1KiB",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 0}})",
+       "training.ranksReporting: must be an integer >= 1"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "1KiB",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 2, "slowestRank": 1}})",
+       "training.slowestRank and training.slowestRankBusBandwidthBytesPerSecond: must come together"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "1KiB",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 2, "slowestRank": -1,
+          "slowestRankBusBandwidthBytesPerSecond": 1}})", "training.slowestRank: must be an integer >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce", "size": "1KiB",
+          "busBandwidthBytesPerSecond": 1, "ranksReporting": 2, "slowestRank": 1,
+          "slowestRankBusBandwidthBytesPerSecond": "fast"}})",
+       "training.slowestRankBusBandwidthBytesPerSecond: must be a finite number >= 0"},
       {R"(["nccl"])", "summary must be a JSON object"},
       {R"("nccl")", "summary must be a JSON object"},
       {R"({"backend": "nccl", "preflight": "")", "summary is not valid JSON"},
