@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "examples/trainer/linear_regression.h"
+#include "examples/trainer/profiler_stand_in.h"
 #include "examples/trainer/trainer_config.h"
 #include "sidecar/app/gloo_store_adapter.h"
 #include "sidecar/collectives/gloo_communicator.h"
@@ -116,6 +118,7 @@ class Trainer {
     std::printf("devices: %s\n", devices != nullptr && *devices != '\0' ? devices : "none given");
     std::fflush(stdout);
     Bootstrap();
+    StartProfilerStandIn();
     const std::vector<Sample> shard =
         LoadShard(config_.seed, ShardOf(config_.samples, config_.rank, config_.world_size));
     Parameters parameters{};
@@ -137,9 +140,15 @@ class Trainer {
                      [](double value) { return static_cast<float>(value); });
       send[kParameters] = static_cast<float>(share.loss);
       buffers->WriteSend(send);
+      const std::uint64_t started_unix_ns = UnixNowNs();
+      const auto started = std::chrono::steady_clock::now();
       Communicate("the gradient all-reduce of step " + std::to_string(step), [&] {
         comm_->Run(collectives::Collective::kAllReduce, *buffers, kParameters + 1);
       });
+      if (stand_in_) {
+        stand_in_->ReportAllReduce(kParameters + 1, started_unix_ns,
+                                   std::chrono::steady_clock::now() - started);
+      }
       buffers->ReadRecv(reduced);
       for (std::size_t i = 0; i < kParameters; ++i) {
         parameters[i] -= config_.learning_rate * static_cast<double>(reduced[i]);
@@ -218,6 +227,26 @@ class Trainer {
                  static_cast<unsigned>(config_.master_port));
   }
 
+  // NCCL loads its profiler plugin when a communicator is made; the Gloo mesh is this trainer's.
+  void StartProfilerStandIn() {
+    if (!config_.profiler_plugin) {
+      return;
+    }
+    StandInOptions options;
+    options.plugin_path = *config_.profiler_plugin;
+    options.comm_name = "example-trainer-gloo";
+    options.comm_hash = StandInCommHash(config_.master_addr, config_.master_port,
+                                        config_.world_size, config_.attempt.value_or(0));
+    options.nnodes = config_.nnodes;
+    options.nranks = config_.world_size;
+    options.rank = config_.rank;
+    options.time_factor = config_.ReportedTimeFactor();
+    const std::string who = RankName(config_);
+    stand_in_ = ProfilerStandIn::Start(options, [&who](const std::string& line) {
+      std::fprintf(stderr, "ringleader-example-trainer: %s: %s\n", who.c_str(), line.c_str());
+    });
+  }
+
   // Rank 0's failure takes the store with it, and survivors a moment behind would then blame
   // rank 0 instead of the rank that died. So its store outlives the failure until every peer has
   // left it, for at most a few seconds.
@@ -269,6 +298,8 @@ class Trainer {
   std::unique_ptr<rendezvous::StoreClient> client_;
   std::unique_ptr<sidecar::GlooStoreAdapter> store_;
   std::unique_ptr<collectives::GlooCommunicator> comm_;
+  // Finalized first, as NCCL finalizes the profiler before its communicator goes.
+  std::unique_ptr<ProfilerStandIn> stand_in_;
 };
 
 std::optional<std::string> ProcessEnv(std::string_view name) {

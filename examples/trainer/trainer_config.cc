@@ -1,5 +1,7 @@
 #include "examples/trainer/trainer_config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -58,6 +60,42 @@ InjectedExit ParseInjectedExit(std::string_view flag, std::string_view text) {
   return out;
 }
 
+constexpr double kMaxSlowdown = 1e6;
+
+// "RANK:FACTOR": a rank and a factor from 1 to kMaxSlowdown.
+StandInSlowdown ParseSlowdown(std::string_view flag, std::string_view text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    throw ConfigError(std::string(flag) + ": " + Quoted(text) + " is not RANK:FACTOR (e.g. 1:10)");
+  }
+  StandInSlowdown out;
+  out.rank = ParseInteger<int>(std::string(flag) + " RANK", text.substr(0, colon), 0, 65'535);
+  const std::string factor_flag = std::string(flag) + " FACTOR";
+  out.factor = ParsePositiveDouble(factor_flag, text.substr(colon + 1));
+  if (out.factor < 1 || out.factor > kMaxSlowdown) {
+    throw ConfigError(factor_flag + ": " + Quoted(text.substr(colon + 1)) +
+                      " is not in [1, 1000000]");
+  }
+  return out;
+}
+
+bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// PET_NNODES when it is a whole number from 1, else 1: only the profiler stand-in reads it, and
+// it must never stop training.
+int NodesOrOne(const std::optional<std::string>& text) {
+  int value = 0;
+  if (!text) {
+    return 1;
+  }
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  return ec == std::errc() && end == text->data() + text->size() && value >= 1 ? value : 1;
+}
+
 }  // namespace
 
 bool TrainerConfig::ExitsAtStep(int step) const {
@@ -66,10 +104,17 @@ bool TrainerConfig::ExitsAtStep(int step) const {
          (!injected_exit->attempt.has_value() || injected_exit->attempt == attempt);
 }
 
+double TrainerConfig::ReportedTimeFactor() const {
+  return stand_in_slowdown.has_value() && stand_in_slowdown->rank == rank
+             ? stand_in_slowdown->factor
+             : 1.0;
+}
+
 TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const EnvLookup& lookup) {
   TrainerConfig config;
   std::optional<int> fail_rank;
   std::optional<int> fail_attempt;
+  bool stand_in = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (i + 1 >= args.size()) {
@@ -97,6 +142,13 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
       fail_rank = ParseInteger<int>(flag, value, 0, 65'535);
     } else if (flag == "--fail-attempt") {
       fail_attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
+    } else if (flag == "--profiler-stand-in") {
+      if (value != "on" && value != "off") {
+        throw ConfigError(flag + ": " + Quoted(value) + " is not on or off");
+      }
+      stand_in = value == "on";
+    } else if (flag == "--stand-in-slowdown") {
+      config.stand_in_slowdown = ParseSlowdown(flag, value);
     } else {
       throw ConfigError("unknown flag: " + flag + "\n" + std::string(kTrainerUsage));
     }
@@ -132,6 +184,12 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
                       std::string(env::kWorldSize) + " " + std::to_string(config.world_size) +
                       " (every rank needs a sample)");
   }
+
+  const auto plugin = lookup(env::kNcclProfilerPlugin);
+  if (stand_in && plugin && !plugin->empty() && !EqualsIgnoringCase(*plugin, "none")) {
+    config.profiler_plugin = *plugin;
+  }
+  config.nnodes = NodesOrOne(lookup(env::kPetNnodes));
   return config;
 }
 

@@ -1,5 +1,6 @@
 // The example trainer's settings: the torch.distributed env:// contract (MASTER_ADDR,
-// MASTER_PORT, RANK, WORLD_SIZE, nothing else from the environment) plus a few flags.
+// MASTER_PORT, RANK, WORLD_SIZE), a few flags, and what the NCCL profiler plugin stand-in reads
+// (NCCL_PROFILER_PLUGIN, PET_NNODES; profiler_stand_in.h).
 #pragma once
 
 #include <chrono>
@@ -28,6 +29,13 @@ struct InjectedExit {
   std::optional<int> attempt;  // --fail-attempt; unset: every attempt
 };
 
+// A test aid: the collectives rank `rank` reports to the profiler plugin take `factor` times
+// their real time (--stand-in-slowdown RANK:FACTOR), so a test can make that rank the slowest.
+struct StandInSlowdown {
+  int rank = 0;
+  double factor = 1;
+};
+
 struct TrainerConfig {
   std::string master_addr;
   std::uint16_t master_port = 0;
@@ -47,8 +55,18 @@ struct TrainerConfig {
   std::optional<int> attempt;
   std::optional<InjectedExit> injected_exit;
 
+  // The NCCL profiler plugin the stand-in drives: NCCL_PROFILER_PLUGIN, unless it is unset, empty
+  // or "none" (NCCL's word for off), or --profiler-stand-in off.
+  std::optional<std::string> profiler_plugin;
+  // PET_NNODES (the operator sets it to the replica count), for the stand-in's communicator; 1
+  // when unset or malformed, since nothing but the plugin's record reads it.
+  int nnodes = 1;
+  std::optional<StandInSlowdown> stand_in_slowdown;
+
   // Whether this rank exits deliberately when `step` begins.
   bool ExitsAtStep(int step) const;
+  // The factor this rank's reported collective times are multiplied by: 1 but on the slowed rank.
+  double ReportedTimeFactor() const;
 };
 
 // Looks a variable up: nullopt when unset.
@@ -62,6 +80,11 @@ inline constexpr std::string_view kTrainerUsage =
     "                                  [--timeout-seconds S] [--step-delay-ms MS]\n"
     "                                  [--exit-code-at-step STEP:CODE [--fail-rank R]\n"
     "                                   [--fail-attempt A --attempt N]]\n"
-    "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://)\n";
+    "                                  [--profiler-stand-in on|off]\n"
+    "                                  [--stand-in-slowdown RANK:FACTOR]\n"
+    "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://); with\n"
+    "NCCL_PROFILER_PLUGIN set, reports each Gloo all-reduce to that NCCL profiler plugin as NCCL\n"
+    "would (a stand-in: this trainer has no NCCL). --stand-in-slowdown, a test aid, multiplies\n"
+    "the collective times rank RANK reports by FACTOR (1 to 1000000)\n";
 
 }  // namespace ringleader::examples

@@ -97,5 +97,52 @@ TEST(TrainerConfigTest, NamesMalformedInjectedExits) {
               HasSubstr("--fail-attempt needs --attempt N"));
 }
 
+TEST(TrainerConfigTest, DrivesTheProfilerPluginNcclWouldLoadUnlessTurnedOff) {
+  auto env = GoodEnv();
+  EXPECT_FALSE(Parse(env).profiler_plugin.has_value());
+  env["NCCL_PROFILER_PLUGIN"] = "/var/run/ringleader/profiler/libnccl-profiler-ringleader.so";
+  EXPECT_EQ(Parse(env).profiler_plugin, env["NCCL_PROFILER_PLUGIN"]);
+  EXPECT_FALSE(Parse(env, {"--profiler-stand-in", "off"}).profiler_plugin.has_value());
+  EXPECT_TRUE(Parse(env, {"--profiler-stand-in", "on"}).profiler_plugin.has_value());
+  for (const char* off : {"", "none", "NONE"}) {
+    env["NCCL_PROFILER_PLUGIN"] = off;
+    EXPECT_FALSE(Parse(env).profiler_plugin.has_value()) << "\"" << off << "\"";
+  }
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--profiler-stand-in", "maybe"}),
+              HasSubstr("--profiler-stand-in: \"maybe\" is not on or off"));
+}
+
+TEST(TrainerConfigTest, ReadsTheNodeCountForTheStandInWithoutEverFailingOnIt) {
+  auto env = GoodEnv();
+  EXPECT_EQ(Parse(env).nnodes, 1);
+  env["PET_NNODES"] = "3";
+  EXPECT_EQ(Parse(env).nnodes, 3);
+  for (const char* bad : {"0", "-2", "three", ""}) {
+    env["PET_NNODES"] = bad;
+    EXPECT_EQ(Parse(env).nnodes, 1) << "\"" << bad << "\"";
+  }
+}
+
+TEST(TrainerConfigTest, SlowsTheReportedCollectivesOfTheChosenRankOnly) {
+  TrainerConfig config = Parse(GoodEnv(), {"--stand-in-slowdown", "3:12.5"});
+  ASSERT_TRUE(config.stand_in_slowdown.has_value());
+  EXPECT_EQ(config.stand_in_slowdown->rank, 3);
+  EXPECT_DOUBLE_EQ(config.ReportedTimeFactor(), 12.5);
+  config.rank = 2;
+  EXPECT_DOUBLE_EQ(config.ReportedTimeFactor(), 1);
+  EXPECT_DOUBLE_EQ(Parse(GoodEnv()).ReportedTimeFactor(), 1);
+}
+
+TEST(TrainerConfigTest, NamesMalformedSlowdowns) {
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "3"}), HasSubstr("is not RANK:FACTOR"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "x:2"}),
+              HasSubstr("--stand-in-slowdown RANK: \"x\""));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "1:fast"}),
+              HasSubstr("--stand-in-slowdown FACTOR: \"fast\" is not a positive number"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "1:0.5"}),
+              HasSubstr("--stand-in-slowdown FACTOR: \"0.5\" is not in [1, 1000000]"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "1:2e6"}), HasSubstr("is not in [1, 1000000]"));
+}
+
 }  // namespace
 }  // namespace ringleader::examples

@@ -1,8 +1,10 @@
 // The example trainer end to end: worlds of real trainer processes on 127.0.0.1 given only
-// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, checked against a single-process reference.
+// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, checked against a single-process reference; and,
+// given NCCL_PROFILER_PLUGIN, its stand-in for NCCL driving the built profiler plugin.
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +17,8 @@
 #include <gtest/gtest.h>
 
 #include "examples/trainer/linear_regression.h"
+#include "sidecar/profiler/snapshot_protocol.h"
+#include "tests/sidecar/profiler/plugin_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
 
@@ -33,11 +37,13 @@ constexpr std::uint64_t kSamples = 1000;  // not a multiple of 3 or 4: shards ar
 constexpr int kSteps = 20;
 constexpr double kLearningRate = 0.5;
 
+// Changes rank `rank`'s environment before it starts.
+using EnvEdit = std::function<void(int rank, std::map<std::string, std::string>& env)>;
+
 // A world of trainer processes, each logging to its own file; all are killed when it goes.
 class TrainerWorld {
  public:
-  TrainerWorld(int world_size, const std::vector<std::string>& args,
-               const std::optional<std::string>& drop_variable = std::nullopt)
+  TrainerWorld(int world_size, const std::vector<std::string>& args, const EnvEdit& edit_env = {})
       : dir_(ringleader::testing::MakeTempDir("trainer-test")),
         port_(ringleader::testing::FreePort()) {
     for (int rank = 0; rank < world_size; ++rank) {
@@ -53,8 +59,8 @@ class TrainerWorld {
           env[name] = value;
         }
       }
-      if (drop_variable) {
-        env.erase(*drop_variable);
+      if (edit_env) {
+        edit_env(rank, env);
       }
       ChildOptions child;
       child.binary = RINGLEADER_EXAMPLE_TRAINER_PATH;
@@ -216,7 +222,8 @@ INSTANTIATE_TEST_SUITE_P(Worlds, TrainerWorldTest, ::testing::Values(1, 2, 4),
                          [](const auto& param_info) { return "World" + std::to_string(param_info.param); });
 
 TEST(TrainerTest, NamesAMissingRankVariable) {
-  TrainerWorld world(1, TrainingArgs(), "RANK");
+  TrainerWorld world(1, TrainingArgs(),
+                     [](int, std::map<std::string, std::string>& env) { env.erase("RANK"); });
   const auto exit = world.WaitUntil(0, Clock::now() + std::chrono::seconds(10));
   ASSERT_TRUE(exit);
   EXPECT_TRUE(exit->exited());
@@ -276,6 +283,98 @@ TEST(TrainerTest, AnInjectedExitForAnotherAttemptIsNotTaken) {
     const auto exit = world.WaitUntil(r, Clock::now() + std::chrono::seconds(20));
     ASSERT_TRUE(exit) << world.Log(r);
     EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << world.Log(r);
+  }
+}
+
+// ---- The NCCL profiler plugin stand-in (examples/trainer/profiler_stand_in.h) ----
+
+// Every rank of `world` exits 0 by `deadline`.
+void ExpectEveryRankFinishes(TrainerWorld& world, Clock::time_point deadline) {
+  for (int r = 0; r < world.size(); ++r) {
+    const auto exit = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(exit) << "rank " << r << " still runs:\n" << world.Log(r);
+    ASSERT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << r << ":\n" << world.Log(r);
+    EXPECT_TRUE(ParseFinal(world.Log(r))) << "rank " << r << ":\n" << world.Log(r);
+  }
+}
+
+// Each rank's gradient all-reduce (kParameters + 1 float32 per step) reaches the built plugin as
+// one NCCL AllReduce, timed, and the plugin's snapshots reach a socket standing in for the
+// sidecar's. --stand-in-slowdown makes rank 1's reported time the larger.
+TEST(TrainerProfilerTest, ReportsEveryGradientAllReduceToTheBuiltPlugin) {
+  constexpr int kWorld = 2;
+  const profiler::testing::TempDir dir;
+  const std::string socket = dir.path() + "/profiler.sock";
+  profiler::testing::SnapshotServer server(socket);
+  const std::string plugin = profiler::testing::BuiltPluginPath();
+  std::vector<std::string> args = TrainingArgs();
+  args.insert(args.end(), {"--stand-in-slowdown", "1:1000"});
+  TrainerWorld world(kWorld, args, [&](int, std::map<std::string, std::string>& env) {
+    env["NCCL_PROFILER_PLUGIN"] = plugin;
+    env["RINGLEADER_PROFILER_SOCKET"] = socket;
+    env["RINGLEADER_PROFILER_INTERVAL_MS"] = "50";
+    env["LOCAL_RANK"] = "0";
+  });
+  ExpectEveryRankFinishes(world, Clock::now() + std::chrono::seconds(30));
+  for (int r = 0; r < kWorld; ++r) {
+    EXPECT_THAT(world.Log(r), HasSubstr("profiler stand-in: driving " + plugin +
+                                        " through ncclProfiler_v5 (this trainer uses Gloo, not "
+                                        "NCCL)"));
+  }
+  EXPECT_THAT(world.Log(1), HasSubstr("taking 1000 times their real time"));
+
+  // The finalized communicators' last records, one per rank.
+  const auto finalized = [](const profiler::testing::Received& received) {
+    std::vector<profiler::Communicator> comms;
+    for (const auto& [key, comm] : received.latest) {
+      if (comm.info.finalized) {
+        comms.push_back(comm);
+      }
+    }
+    return comms;
+  };
+  ASSERT_TRUE(server.WaitFor([&](const profiler::testing::Received& received) {
+    return finalized(received).size() == kWorld;
+  })) << "the plugin's last snapshots did not arrive:\n" << world.Log(0) << world.Log(1);
+  const profiler::testing::Received received = server.Get();
+  EXPECT_THAT(received.errors, ::testing::IsEmpty());
+  for (const profiler::Snapshot& snapshot : received.snapshots) {
+    EXPECT_EQ(snapshot.header.local_rank, 0);
+  }
+  std::map<std::uint32_t, profiler::Cell> by_rank;
+  for (const profiler::Communicator& comm : finalized(received)) {
+    EXPECT_EQ(comm.info.nranks, static_cast<std::uint32_t>(kWorld));
+    EXPECT_EQ(comm.info.comm_hash, finalized(received)[0].info.comm_hash)
+        << "the ranks of one run share the communicator";
+    ASSERT_EQ(comm.cells.size(), 1u) << "only the all-reduces are reported";
+    by_rank[comm.info.rank] = comm.cells[0];
+  }
+  ASSERT_EQ(by_rank.size(), static_cast<std::size_t>(kWorld));
+  constexpr std::uint64_t kBytesPerCall = (kParameters + 1) * sizeof(float);
+  for (const auto& [rank, cell] : by_rank) {
+    EXPECT_EQ(cell.op, profiler::Op::kAllReduce) << "rank " << rank;
+    EXPECT_EQ(cell.bucket, profiler::SizeBucket(kBytesPerCall)) << "rank " << rank;
+    EXPECT_EQ(cell.calls, static_cast<std::uint64_t>(kSteps)) << "rank " << rank;
+    EXPECT_EQ(cell.bytes, kSteps * kBytesPerCall) << "rank " << rank;
+    EXPECT_EQ(cell.timed_calls, cell.calls) << "rank " << rank;
+    EXPECT_GT(cell.gpu_ns, 0u) << "rank " << rank;
+  }
+  EXPECT_GT(by_rank[1].gpu_ns, by_rank[0].gpu_ns) << "--stand-in-slowdown 1:1000";
+  EXPECT_LT(by_rank[1].busbw_gbps, by_rank[0].busbw_gbps);
+}
+
+// NCCL_PROFILER_PLUGIN naming a file that is not there costs a log line, not the run.
+TEST(TrainerProfilerTest, AMissingPluginFileDoesNotStopTraining) {
+  const profiler::testing::TempDir dir;
+  const std::string missing = dir.path() + "/libnccl-profiler-ringleader.so";
+  TrainerWorld world(2, TrainingArgs(), [&](int, std::map<std::string, std::string>& env) {
+    env["NCCL_PROFILER_PLUGIN"] = missing;
+  });
+  ExpectEveryRankFinishes(world, Clock::now() + std::chrono::seconds(30));
+  for (int r = 0; r < world.size(); ++r) {
+    const std::string log = world.Log(r);
+    EXPECT_THAT(log, HasSubstr("profiler stand-in: cannot load NCCL_PROFILER_PLUGIN (" + missing));
+    EXPECT_EQ(log.find("profiler stand-in"), log.rfind("profiler stand-in")) << "one line:\n" << log;
   }
 }
 
