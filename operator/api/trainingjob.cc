@@ -306,6 +306,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   monitor.Bool("enabled", &mon.enabled);
   monitor.Int("intervalSeconds", &mon.interval_seconds);
   monitor.Quantity("messageBytes", &mon.message_bytes);
+  comm.Object("telemetry").Bool("enabled", &out.communication.telemetry.enabled);
 
   const Reader policy = spec.Object("runPolicy");
   policy.Int("backoffLimit", &out.run_policy.backoff_limit);
@@ -408,6 +409,31 @@ json ConditionToJson(const Condition& condition) {
   out["lastTransitionTime"] = FormatTime(condition.last_transition_time);
   if (condition.observed_generation != 0) {
     out["observedGeneration"] = condition.observed_generation;
+  }
+  return out;
+}
+
+// Like the rest of status.communication: empty strings, and a bandwidth's bytes with its
+// human form, are left out.
+json TrainingToJson(const TrainingCommunicationStatus& training) {
+  json out = json::object();
+  if (!training.collective.empty()) {
+    out["collective"] = training.collective;
+  }
+  if (!training.size.empty()) {
+    out["size"] = training.size;
+  }
+  if (!training.bus_bandwidth.empty()) {
+    out["busBandwidth"] = training.bus_bandwidth;
+    out["busBandwidthBytes"] = training.bus_bandwidth_bytes;
+  }
+  out["ranksReporting"] = training.ranks_reporting;
+  if (!training.slowest_rank.empty()) {
+    out["slowestRank"] = training.slowest_rank;
+  }
+  if (!training.slowest_rank_bus_bandwidth.empty()) {
+    out["slowestRankBusBandwidth"] = training.slowest_rank_bus_bandwidth;
+    out["slowestRankBusBandwidthBytes"] = training.slowest_rank_bus_bandwidth_bytes;
   }
   return out;
 }
@@ -537,6 +563,19 @@ TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
     comm.String("preflight", &summary.preflight);
     comm.String("slowestRank", &summary.slowest_rank);
     comm.String("transport", &summary.transport);
+    if (comm.Find("training") != nullptr) {
+      const Reader item = comm.Object("training");
+      TrainingCommunicationStatus training;
+      item.String("collective", &training.collective);
+      item.String("size", &training.size);
+      item.String("busBandwidth", &training.bus_bandwidth);
+      item.Int("busBandwidthBytes", &training.bus_bandwidth_bytes);
+      item.Int("ranksReporting", &training.ranks_reporting);
+      item.String("slowestRank", &training.slowest_rank);
+      item.String("slowestRankBusBandwidth", &training.slowest_rank_bus_bandwidth);
+      item.Int("slowestRankBusBandwidthBytes", &training.slowest_rank_bus_bandwidth_bytes);
+      summary.training = training;
+    }
     out.communication = summary;
   }
   return out;
@@ -614,6 +653,9 @@ json StatusToJson(const TrainingJobStatus& status) {
     if (!comm.transport.empty()) {
       summary["transport"] = comm.transport;
     }
+    if (comm.training) {
+      summary["training"] = TrainingToJson(*comm.training);
+    }
     out["communication"] = std::move(summary);
   }
   return out;
@@ -684,6 +726,7 @@ json TrainingJob::ToJson() const {
   monitor["enabled"] = mon.enabled;
   monitor["intervalSeconds"] = mon.interval_seconds;
   monitor["messageBytes"] = QuantityJson(monitor.value("messageBytes", json()), mon.message_bytes);
+  ObjectAt(comm, "telemetry")["enabled"] = spec.communication.telemetry.enabled;
 
   json& policy = ObjectAt(spec_json, "runPolicy");
   policy["backoffLimit"] = spec.run_policy.backoff_limit;

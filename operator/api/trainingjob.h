@@ -42,10 +42,16 @@ struct MonitorSpec {
   std::int64_t message_bytes = 16 << 20;     // quantity, bytes
 };
 
+// The trainers' own collectives, timed by the NCCL profiler plugin the sidecar hands them.
+struct TelemetrySpec {
+  bool enabled = true;
+};
+
 struct CommunicationSpec {
   Backend backend = Backend::kAuto;
   PreflightSpec preflight;
   MonitorSpec monitor;
+  TelemetrySpec telemetry;
 };
 
 // spec.runPolicy.failurePolicy, after batch/v1 Job's podFailurePolicy: what a failed Pod means
@@ -148,6 +154,20 @@ struct ReplicaCounts {
   bool operator==(const ReplicaCounts&) const = default;
 };
 
+// The trainers' own collectives compared across the Pod ranks at one collective and size, as the
+// rank-0 sidecar gathered them from every rank's profiler plugin.
+struct TrainingCommunicationStatus {
+  std::string collective;              // e.g. "all_reduce"
+  std::string size;                    // the size bucket, e.g. "64MiB"
+  std::string bus_bandwidth;           // the reporting ranks' median, human form, e.g. "110 GB/s"
+  std::int64_t bus_bandwidth_bytes = 0;  // the same in bytes per second
+  std::int64_t ranks_reporting = 0;
+  std::string slowest_rank;            // e.g. "3", empty when unknown
+  std::string slowest_rank_bus_bandwidth;  // human form, empty when slowest_rank is
+  std::int64_t slowest_rank_bus_bandwidth_bytes = 0;
+  bool operator==(const TrainingCommunicationStatus&) const = default;
+};
+
 // What the rank-0 sidecar last reported, copied into status by the operator.
 struct CommunicationStatus {
   std::string backend;                 // "nccl" or "gloo", as resolved
@@ -157,6 +177,7 @@ struct CommunicationStatus {
   std::string preflight;               // "", "Passed" or "Failed"
   std::string slowest_rank;            // e.g. "3", empty when unknown
   std::string transport;               // the preflight's, e.g. "NET/IB (mlx5_0:1, GDRDMA)"
+  std::optional<TrainingCommunicationStatus> training;
   bool operator==(const CommunicationStatus&) const = default;
 };
 

@@ -30,6 +30,7 @@ constexpr std::int64_t kMaxBackoffSeconds = 86400;
 // Volumes the operator adds to every Pod.
 constexpr std::string_view kTokenVolume = "ringleader-token";
 constexpr std::string_view kRunVolume = "ringleader-run";
+constexpr std::string_view kProfilerVolume = "ringleader-profiler";  // with telemetry on
 
 class Checker {
  public:
@@ -218,7 +219,7 @@ void CheckTemplate(const TrainingJob& job, const ValidationOptions& options, Che
   if (const json volumes = pod.value("volumes", json()); volumes.is_array()) {
     for (std::size_t i = 0; i < volumes.size(); ++i) {
       const json name = volumes[i].is_object() ? volumes[i].value("name", json()) : json();
-      if (name == kTokenVolume || name == kRunVolume) {
+      if (name == kTokenVolume || name == kRunVolume || name == kProfilerVolume) {
         check.Add("spec.template.spec.volumes[" + std::to_string(i) + "].name",
                   name.get<std::string>() + " is the name of a volume ringleader injects");
       }

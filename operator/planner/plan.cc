@@ -646,6 +646,7 @@ class Planner {
       Event("Normal", "PodsCreated",
             "created " + std::to_string(created) + " of " + std::to_string(job_.spec.replicas) +
                 " pods (attempt " + std::to_string(next_.restarts) + ")");
+      AnnounceOwnProfilerPlugins();
     }
     if (!waiting_for_old) {
       next_.next_restart_time.reset();  // the backoff is over: every rank has its Pod
@@ -656,6 +657,26 @@ class Planner {
                    "service, secret and " + std::to_string(job_.spec.replicas) + " pods created",
                    now_, job_.metadata.generation);
     }
+  }
+
+  // Said with each creation of Pods, not on every pass: the template is the same for every rank.
+  void AnnounceOwnProfilerPlugins() {
+    const std::vector<std::string> names = TrainersWithOwnProfilerPlugin(job_);
+    if (names.empty()) {
+      return;
+    }
+    std::string list;
+    for (const std::string& name : names) {
+      list += (list.empty() ? "" : ", ") + name;
+    }
+    const bool one = names.size() == 1;
+    Event("Normal", "ProfilerPluginLeftAlone",
+          std::string(one ? "trainer container " : "trainer containers ") + list +
+              (one ? " sets " : " set ") + std::string(contract::env::kNcclProfilerPlugin) +
+              (one ? " itself" : " themselves") +
+              " in every replica: ringleader's profiler plugin is not loaded there, so "
+              "status.communication.training leaves " + (one ? "its" : "their") +
+              " collectives out (attempt " + std::to_string(next_.restarts) + ")");
   }
 
   // The first Pod of this attempt seen with DisruptionTarget=True, kept in status: it may be

@@ -1,5 +1,5 @@
 // One rank's Pod: the user's template plus ringleader's identity, env contract, sidecar,
-// preflight init container, volumes and ports.
+// preflight init container, profiler plugin, volumes and ports.
 #include "operator/planner/pod_builder.h"
 
 #include <algorithm>
@@ -21,6 +21,8 @@ namespace env = contract::env;
 
 constexpr std::string_view kTokenVolume = "ringleader-token";
 constexpr std::string_view kRunVolume = "ringleader-run";
+// The sidecar copies the NCCL profiler plugin in; the trainers load it from there, read-only.
+constexpr std::string_view kProfilerVolume = "ringleader-profiler";
 constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 // The sidecar's startup probe: it only has to start serving (on rank 0, after its store
 // listens); the preflight runs in its own init container and is not waited for here.
@@ -99,6 +101,7 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       EnvVar(env::kMonitorEnabled, flag(mon.enabled)),
       EnvVar(env::kMonitorIntervalSeconds, std::to_string(mon.interval_seconds)),
       EnvVar(env::kMonitorMessageBytes, std::to_string(mon.message_bytes)),
+      EnvVar(env::kTelemetryEnabled, flag(spec.communication.telemetry.enabled)),
       EnvVar(env::kTokenFile, std::string(contract::path::kTokenFile)),
       EnvVar(env::kRunDir, std::string(contract::path::kRunDir)),
       FieldRefEnv(env::kPodName, "metadata.name"),
@@ -168,6 +171,11 @@ json AppClaims(const json& containers) {
 
 json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
                   const std::string& master_addr, const json& app_claims, const PlannerConfig& config) {
+  json mounts = RingleaderMounts();
+  if (job.spec.communication.telemetry.enabled) {
+    // Written by the sidecar before its startup probe passes, so before any trainer starts.
+    mounts.push_back({{"name", kProfilerVolume}, {"mountPath", contract::path::kProfilerPluginDir}});
+  }
   const bool host_network = HostNetwork(job, config);
   // Without DRA the sidecar holds no device and measures the Pod network with Gloo. A DRA claim
   // can be shared by several containers, so with claims it holds the trainers' devices too.
@@ -201,7 +209,7 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
       {"resources", std::move(resources)},
       {"securityContext", RestrictedSecurityContext(false)},
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"volumeMounts", RingleaderMounts()},
+      {"volumeMounts", std::move(mounts)},
   };
 }
 
@@ -209,6 +217,9 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
 bool IsFabricEnv(std::string_view name) {
   if (name.starts_with(env::kReservedPrefix)) {
     return false;  // validation refuses these in trainers; never let one override ours
+  }
+  if (name == env::kNcclProfilerPlugin) {
+    return false;  // the sweep is no training, and a trainer's plugin path is not mounted there
   }
   return name.starts_with("NCCL_") || name.starts_with("UCX_") || name.starts_with("GLOO_") ||
          name == "TP_SOCKET_IFNAME" || name == "CUDA_VISIBLE_DEVICES";
@@ -393,8 +404,21 @@ json BuildPreflight(const api::TrainingJob& job, std::int64_t rank, std::int64_t
   };
   if (json sources = AppEnvFrom(containers); !sources.empty()) {
     preflight["envFrom"] = std::move(sources);
+    // An env entry wins over envFrom, and NCCL takes an empty NCCL_PROFILER_PLUGIN for an unset
+    // one: a ConfigMap's plugin never reaches the sweep.
+    preflight["env"].push_back(EnvVar(env::kNcclProfilerPlugin, ""));
   }
   return preflight;
+}
+
+// Whether the container's own env names NCCL_PROFILER_PLUGIN (by value or valueFrom).
+bool SetsProfilerPlugin(const json& container) {
+  for (const json& entry : ArrayAt(container, "/env"_json_pointer)) {
+    if (entry.is_object() && entry.value("name", json()) == env::kNcclProfilerPlugin) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool AsksForGpus(const json& container) {
@@ -406,6 +430,13 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first, const
                      const api::JobPorts& ports, bool host_network) {
   // Ours first, so the user's own env values may refer to them as $(MASTER_ADDR).
   json env_list = trainer_env;
+  const bool load_plugin = job.spec.communication.telemetry.enabled && !SetsProfilerPlugin(container);
+  if (load_plugin) {
+    // NCCL dlopen()s the value as given first, so a full path works (2.23-2.26 and 2.27.5 on;
+    // 2.27.3 only tried libnccl-profiler-<value>.so, NVIDIA/nccl#1732), while a plain name
+    // becomes libnccl-profiler-<name>.so on the loader's search path, which this volume is not on.
+    env_list.push_back(EnvVar(env::kNcclProfilerPlugin, std::string(contract::path::kProfilerPlugin)));
+  }
   if (container.contains("env") && container["env"].is_array()) {
     for (const json& entry : container["env"]) {
       env_list.push_back(entry);
@@ -414,6 +445,10 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first, const
   container["env"] = std::move(env_list);
   json mounts = container.value("volumeMounts", json::array());
   mounts.push_back({{"name", kRunVolume}, {"mountPath", contract::path::kRunDir}, {"readOnly", true}});
+  if (load_plugin) {
+    mounts.push_back(
+        {{"name", kProfilerVolume}, {"mountPath", contract::path::kProfilerPluginDir}, {"readOnly", true}});
+  }
   container["volumeMounts"] = std::move(mounts);
   if (!first) {
     return;
@@ -444,6 +479,20 @@ std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec) {
   // (tests/bench/sidecar_memory.sh, docs/benchmarks.md); 4 x plus 128Mi leaves a margin.
   const std::int64_t limit = 128 * kMi + 4 * largest;
   return std::max(kGi, (limit + kMi - 1) / kMi * kMi);  // whole Mi
+}
+
+std::vector<std::string> TrainersWithOwnProfilerPlugin(const api::TrainingJob& job) {
+  std::vector<std::string> names;
+  if (!job.spec.communication.telemetry.enabled) {
+    return names;
+  }
+  for (const json& container : ArrayAt(job.spec.template_, "/spec/containers"_json_pointer)) {
+    if (SetsProfilerPlugin(container)) {
+      const json name = container.value("name", json());
+      names.push_back(name.is_string() ? name.get<std::string>() : "");
+    }
+  }
+  return names;
 }
 
 bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config) {
@@ -486,6 +535,9 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   json volumes = spec.value("volumes", json::array());
   volumes.push_back({{"name", kTokenVolume}, {"secret", {{"secretName", SecretName(job)}, {"defaultMode", 0440}}}});
   volumes.push_back({{"name", kRunVolume}, {"emptyDir", json::object()}});
+  if (job.spec.communication.telemetry.enabled) {
+    volumes.push_back({{"name", kProfilerVolume}, {"emptyDir", json::object()}});
+  }
   spec["volumes"] = std::move(volumes);
 
   const json trainer_env = TrainerEnv(job, rank, ports, master_addr);

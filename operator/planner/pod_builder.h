@@ -1,10 +1,13 @@
 // Builds one rank's Pod from the user's template: the env contract in every trainer container,
 // the ringleader sidecar as a native sidecar, the preflight as the last init container (holding
-// the trainers' devices and fabric settings; the trainers start once it exits 0), DNS identity,
-// volumes, ports (and host ports with hostNetwork) and GPUs.
+// the trainers' devices and fabric settings; the trainers start once it exits 0), the NCCL
+// profiler plugin for the trainers (spec.communication.telemetry), DNS identity, volumes, ports
+// (and host ports with hostNetwork) and GPUs.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +27,10 @@ bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config);
 // probes' buffers are host memory and grow with the largest message sent; with NCCL they are on
 // the GPU, and the host holds pieces of fixed size. At least 1Gi.
 std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec);
+
+// With telemetry on, the trainer containers whose own env names NCCL_PROFILER_PLUGIN, in template
+// order: BuildPod leaves those alone (no plugin env, no plugin mount). Empty with telemetry off.
+std::vector<std::string> TrainersWithOwnProfilerPlugin(const api::TrainingJob& job);
 
 nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
                         const api::JobPorts& ports, const PlannerConfig& config);

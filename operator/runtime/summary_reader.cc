@@ -45,6 +45,41 @@ std::string ReadBoundedBody(const http::http_response& response) {
   return std::string(bytes.begin(), bytes.end());
 }
 
+// Bytes per second as status holds them: whole, in an int64 (nullopt past that).
+std::optional<std::int64_t> WholeBytes(double bytes_per_second) {
+  const double bytes = std::round(bytes_per_second);
+  if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) {
+    return std::nullopt;
+  }
+  return static_cast<std::int64_t>(bytes);
+}
+
+std::optional<api::TrainingCommunicationStatus> ToTrainingStatus(const contract::TrainingSummary& training,
+                                                                 std::string* problem) {
+  api::TrainingCommunicationStatus status;
+  status.collective = training.collective;
+  status.size = training.size;
+  const std::optional<std::int64_t> bytes = WholeBytes(training.bus_bandwidth);
+  if (!bytes) {
+    *problem = "training.busBandwidthBytesPerSecond: too large";
+    return std::nullopt;
+  }
+  status.bus_bandwidth_bytes = *bytes;
+  status.bus_bandwidth = api::FormatBandwidth(training.bus_bandwidth);
+  status.ranks_reporting = training.ranks_reporting;
+  if (training.slowest_rank && training.slowest_rank_bus_bandwidth) {
+    const std::optional<std::int64_t> slowest = WholeBytes(*training.slowest_rank_bus_bandwidth);
+    if (!slowest) {
+      *problem = "training.slowestRankBusBandwidthBytesPerSecond: too large";
+      return std::nullopt;
+    }
+    status.slowest_rank = std::to_string(*training.slowest_rank);
+    status.slowest_rank_bus_bandwidth_bytes = *slowest;
+    status.slowest_rank_bus_bandwidth = api::FormatBandwidth(*training.slowest_rank_bus_bandwidth);
+  }
+  return status;
+}
+
 std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summary,
                                                  std::string* problem) {
   api::CommunicationStatus status;
@@ -58,18 +93,24 @@ std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summar
     }
   }
   if (summary.all_reduce_bus_bandwidth) {
-    const double bytes = std::round(*summary.all_reduce_bus_bandwidth);
-    if (bytes >= static_cast<double>(std::numeric_limits<std::int64_t>::max())) {
+    const std::optional<std::int64_t> bytes = WholeBytes(*summary.all_reduce_bus_bandwidth);
+    if (!bytes) {
       *problem = "allReduceBusBandwidthBytesPerSecond: too large";
       return std::nullopt;
     }
-    status.last_all_reduce_bus_bandwidth_bytes = static_cast<std::int64_t>(bytes);
+    status.last_all_reduce_bus_bandwidth_bytes = *bytes;
     status.last_all_reduce_bus_bandwidth = api::FormatBandwidth(*summary.all_reduce_bus_bandwidth);
   }
   if (summary.slowest_rank) {
     status.slowest_rank = std::to_string(*summary.slowest_rank);
   }
   status.transport = summary.transport;
+  if (summary.training) {
+    status.training = ToTrainingStatus(*summary.training, problem);
+    if (!status.training) {
+      return std::nullopt;
+    }
+  }
   return status;
 }
 

@@ -78,6 +78,7 @@ void ExpectSameSpec(const TrainingJobSpec& actual, const TrainingJobSpec& expect
   EXPECT_EQ(a.monitor.enabled, e.monitor.enabled);
   EXPECT_EQ(a.monitor.interval_seconds, e.monitor.interval_seconds);
   EXPECT_EQ(a.monitor.message_bytes, e.monitor.message_bytes);
+  EXPECT_EQ(a.telemetry.enabled, e.telemetry.enabled);
   EXPECT_EQ(actual.run_policy.backoff_limit, expected.run_policy.backoff_limit);
   EXPECT_EQ(actual.run_policy.active_deadline_seconds, expected.run_policy.active_deadline_seconds);
   EXPECT_EQ(actual.run_policy.ttl_seconds_after_finished,
@@ -123,6 +124,7 @@ TEST(TrainingJobFromJsonTest, StructDefaultsMatchTheCrdSchemaDefaults) {
   const json& comm = defaulted["spec"]["communication"];
   ASSERT_TRUE(comm["preflight"].contains("minBytes")) << defaulted.dump(2);
   ASSERT_TRUE(comm["monitor"].contains("messageBytes")) << defaulted.dump(2);
+  ASSERT_TRUE(comm["telemetry"].contains("enabled")) << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"].contains("backoffLimit")) << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"].contains("initialSeconds"))
       << defaulted.dump(2);
@@ -169,6 +171,7 @@ spec:
     preflight: {enabled: false, minBytes: 8Mi, maxBytes: 1Gi, stepFactor: 4,
                 minBusBandwidth: 300G, timeoutSeconds: 600}
     monitor: {enabled: false, intervalSeconds: 300, messageBytes: 256Mi}
+    telemetry: {enabled: false}
   runPolicy:
     backoffLimit: 5
     activeDeadlineSeconds: 86400
@@ -202,6 +205,7 @@ spec:
                                       .timeout_seconds = 600};
   expected.communication.monitor = {
       .enabled = false, .interval_seconds = 300, .message_bytes = 256 << 20};
+  expected.communication.telemetry.enabled = false;
   expected.run_policy = {.backoff_limit = 5,
                          .active_deadline_seconds = 86400,
                          .ttl_seconds_after_finished = 3600,
@@ -252,6 +256,7 @@ spec:
     futureCommunicationField: {knob: 7}
     preflight: {minBytes: 64Ki, futurePreflightField: [a, b]}
     monitor: {intervalSeconds: 15, futureMonitorField: 0.5}
+    telemetry: {futureTelemetryField: x}
   runPolicy:
     backoffLimit: 2
     futureRunPolicyField: null
@@ -328,6 +333,7 @@ TEST(TrainingJobRoundTripTest, KeepsUnknownFieldsEverywhere) {
             original["spec"]["communication"]["futureCommunicationField"]);
   EXPECT_EQ(comm["preflight"]["futurePreflightField"], json::array({"a", "b"}));
   EXPECT_EQ(comm["monitor"]["futureMonitorField"], 0.5);
+  EXPECT_EQ(comm["telemetry"], json({{"futureTelemetryField", "x"}, {"enabled", true}}));
   EXPECT_TRUE(written["spec"]["runPolicy"].contains("futureRunPolicyField"));
   const json& failure = written["spec"]["runPolicy"]["failurePolicy"];
   EXPECT_EQ(failure["futureFailurePolicyField"], 1);
@@ -378,6 +384,7 @@ spec:
     preflight: {enabled: true, minBytes: 1Mi, maxBytes: 67108864, stepFactor: 2,
                 minBusBandwidth: 40G, timeoutSeconds: 300}
     monitor: {enabled: true, intervalSeconds: 60, messageBytes: 16Mi}
+    telemetry: {enabled: true}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60,
               suspend: false,
               failurePolicy: {rules: [{action: FailJob, onExitCodes: {containerName: trainer,
@@ -401,7 +408,11 @@ status:
   startTime: "2026-01-02T15:00:00Z"
   communication: {backend: nccl, lastAllReduceBusBandwidth: 11.8 GB/s,
                   lastAllReduceBusBandwidthBytes: 11800000000,
-                  lastProbeTime: "2026-01-02T15:05:00Z", preflight: Passed, slowestRank: "2"}
+                  lastProbeTime: "2026-01-02T15:05:00Z", preflight: Passed, slowestRank: "2",
+                  training: {collective: all_reduce, size: 64MiB, busBandwidth: 110 GB/s,
+                             busBandwidthBytes: 110000000000, ranksReporting: 3, slowestRank: "1",
+                             slowestRankBusBandwidth: 90 GB/s,
+                             slowestRankBusBandwidthBytes: 90000000000}}
 )");
   EXPECT_EQ(Parse(original).ToJson().dump(), original.dump());
 }
@@ -514,7 +525,17 @@ TrainingJobStatus FullStatus() {
                                              .last_all_reduce_bus_bandwidth_bytes = 1'250'000'000,
                                              .last_probe_time = At(2026, 1, 2, 15, 30, 0),
                                              .preflight = "Passed",
-                                             .slowest_rank = "3"};
+                                             .slowest_rank = "3",
+                                             .transport = "tcp",
+                                             .training = TrainingCommunicationStatus{
+                                                 .collective = "all_reduce",
+                                                 .size = "64MiB",
+                                                 .bus_bandwidth = "110 GB/s",
+                                                 .bus_bandwidth_bytes = 110'000'000'000,
+                                                 .ranks_reporting = 4,
+                                                 .slowest_rank = "2",
+                                                 .slowest_rank_bus_bandwidth = "90 GB/s",
+                                                 .slowest_rank_bus_bandwidth_bytes = 90'000'000'000}};
   return status;
 }
 
@@ -544,6 +565,26 @@ TEST(TrainingJobStatusTest, PartialCommunicationRoundTripsEqual) {
   EXPECT_THAT(Strings(errors), IsEmpty());
 }
 
+TEST(TrainingJobStatusTest, TrainingWithoutASlowestRankRoundTripsEqual) {
+  TrainingJobStatus status;
+  status.communication = CommunicationStatus{
+      .backend = "nccl",
+      .training = TrainingCommunicationStatus{.collective = "all_gather",
+                                              .size = "1MiB",
+                                              .bus_bandwidth = "0 B/s",
+                                              .bus_bandwidth_bytes = 0,
+                                              .ranks_reporting = 1}};
+  FieldErrors errors;
+  EXPECT_EQ(StatusFromJson(StatusToJson(status), &errors), status);
+  EXPECT_THAT(Strings(errors), IsEmpty());
+  EXPECT_EQ(StatusToJson(status)["communication"]["training"],
+            json({{"collective", "all_gather"},
+                  {"size", "1MiB"},
+                  {"busBandwidth", "0 B/s"},
+                  {"busBandwidthBytes", 0},
+                  {"ranksReporting", 1}}));
+}
+
 TEST(TrainingJobStatusTest, WritesTheCrdFieldNames) {
   const json written = StatusToJson(FullStatus());
   EXPECT_EQ(written["ports"], json({{"master", 61004}, {"rendezvous", 61005}, {"metrics", 61006},
@@ -553,6 +594,15 @@ TEST(TrainingJobStatusTest, WritesTheCrdFieldNames) {
   EXPECT_FALSE(written["conditions"][1].contains("observedGeneration"));
   EXPECT_FALSE(written["conditions"][2].contains("reason"));
   EXPECT_EQ(written["communication"]["lastAllReduceBusBandwidthBytes"], 1'250'000'000);
+  EXPECT_EQ(written["communication"]["training"],
+            json({{"collective", "all_reduce"},
+                  {"size", "64MiB"},
+                  {"busBandwidth", "110 GB/s"},
+                  {"busBandwidthBytes", 110'000'000'000},
+                  {"ranksReporting", 4},
+                  {"slowestRank", "2"},
+                  {"slowestRankBusBandwidth", "90 GB/s"},
+                  {"slowestRankBusBandwidthBytes", 90'000'000'000}}));
   EXPECT_EQ(written["startTime"], "2026-01-02T15:04:00Z");
   EXPECT_EQ(written["countedRestarts"], 1);
   EXPECT_EQ(written["nextRestartTime"], "2026-01-02T16:00:20Z");
@@ -622,6 +672,14 @@ INSTANTIATE_TEST_SUITE_P(
         TypeErrorCase{"PreflightEnabledString", "/spec/communication",
                       json{{"preflight", {{"enabled", "true"}}}},
                       R"(spec.communication.preflight.enabled: must be true or false, got "true")"},
+        TypeErrorCase{"TelemetryEnabledString", "/spec/communication",
+                      json{{"telemetry", {{"enabled", "no"}}}},
+                      R"(spec.communication.telemetry.enabled: must be true or false, got "no")"},
+        TypeErrorCase{"TelemetryList", "/spec/communication", json{{"telemetry", json::array()}},
+                      "spec.communication.telemetry: must be an object, got []"},
+        TypeErrorCase{"TrainingRanksString", "/status",
+                      json{{"communication", {{"training", {{"ranksReporting", "4"}}}}}},
+                      R"(status.communication.training.ranksReporting: must be an integer, got "4")"},
         TypeErrorCase{"MinBytesWord", "/spec/communication",
                       json{{"preflight", {{"minBytes", "fast"}}}},
                       "spec.communication.preflight.minBytes: must be a whole non-negative "

@@ -457,7 +457,7 @@ TEST(ValidationTest, PodFieldsTheOperatorOwnsAreRejected) {
 }
 
 TEST(ValidationTest, ReservedVolumeNamesAreRejected) {
-  for (const std::string name : {"ringleader-token", "ringleader-run"}) {
+  for (const std::string name : {"ringleader-token", "ringleader-run", "ringleader-profiler"}) {
     const json volumes = json::array({{{"name", "data"}, {"emptyDir", json::object()}},
                                       {{"name", name}, {"emptyDir", json::object()}}});
     EXPECT_THAT(Check(With(std::string(kPod) + "/volumes", volumes)),

@@ -121,6 +121,7 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
       {"PET_MASTER_PORT", "61000"},
       {"RINGLEADER_SPARE_PORT", "61003"},
       {"RINGLEADER_CONTRACT_FILE", "/var/run/ringleader/run/contract.json"},
+      {"NCCL_PROFILER_PLUGIN", "/var/run/ringleader/profiler/libnccl-profiler-ringleader.so"},
   };
   for (const auto& [name, value] : expected) {
     EXPECT_EQ(EnvValue(trainer, name), value) << name;
@@ -730,6 +731,77 @@ TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
   EXPECT_EQ(comm["lastAllReduceBusBandwidth"], "2.5 GB/s");
   EXPECT_EQ(comm["lastAllReduceBusBandwidthBytes"], 2'500'000'000);
   EXPECT_EQ(comm["slowestRank"], "1");
+}
+
+TEST(PlanTest, TheTrainersCollectivesAreCopiedIntoStatusTraining) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  StartRunning(cluster, At(0));
+  api::CommunicationStatus summary{.backend = "nccl"};
+  summary.training = api::TrainingCommunicationStatus{.collective = "all_reduce",
+                                                      .size = "64MiB",
+                                                      .bus_bandwidth = "110 GB/s",
+                                                      .bus_bandwidth_bytes = 110'000'000'000,
+                                                      .ranks_reporting = 2,
+                                                      .slowest_rank = "1",
+                                                      .slowest_rank_bus_bandwidth = "90 GB/s",
+                                                      .slowest_rank_bus_bandwidth_bytes = 90'000'000'000};
+  cluster.set_summary(summary);
+  cluster.ReconcileUntilStable(At(4));
+  const json& training = cluster.job_json()["status"]["communication"]["training"];
+  EXPECT_EQ(training["collective"], "all_reduce");
+  EXPECT_EQ(training["busBandwidth"], "110 GB/s");
+  EXPECT_EQ(training["busBandwidthBytes"], 110'000'000'000);
+  EXPECT_EQ(training["ranksReporting"], 2);
+  EXPECT_EQ(training["slowestRank"], "1");
+  EXPECT_EQ(training["slowestRankBusBandwidthBytes"], 90'000'000'000);
+}
+
+int CountEvents(const FakeCluster& cluster, const std::string& reason) {
+  return static_cast<int>(std::count_if(cluster.events().begin(), cluster.events().end(),
+                                        [&reason](const RecordEvent& e) { return e.reason == reason; }));
+}
+
+// A trainer that names its own NCCL profiler plugin keeps it; the Event says so once per
+// creation of the gang's Pods, not on every pass.
+TEST(PlanTest, ATrainersOwnProfilerPluginIsAnnouncedOncePerAttempt) {
+  json job = MinimalJob("demo", 3);
+  job["spec"]["template"]["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "NCCL_PROFILER_PLUGIN"}, {"value", "inspector"}}});
+  FakeCluster cluster(job);
+  StartRunning(cluster, At(0));
+  cluster.ReconcileUntilStable(At(2));
+  ASSERT_EQ(CountEvents(cluster, "ProfilerPluginLeftAlone"), 1);
+  const auto event = std::find_if(cluster.events().begin(), cluster.events().end(), [](const RecordEvent& e) {
+    return e.reason == "ProfilerPluginLeftAlone";
+  });
+  EXPECT_EQ(event->type, "Normal");
+  EXPECT_THAT(event->message, HasSubstr("trainer container trainer sets NCCL_PROFILER_PLUGIN itself"));
+  EXPECT_THAT(event->message, HasSubstr("(attempt 0)"));
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(EnvValue(Trainer(pod), "NCCL_PROFILER_PLUGIN"), "inspector") << name;
+  }
+
+  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.ReconcileUntilStable(At(3));
+  cluster.ReconcileUntilStable(At(20));  // past the backoff: attempt 1's Pods
+  ASSERT_EQ(CountEvents(cluster, "ProfilerPluginLeftAlone"), 2);
+  const auto last = std::find_if(cluster.events().rbegin(), cluster.events().rend(), [](const RecordEvent& e) {
+    return e.reason == "ProfilerPluginLeftAlone";
+  });
+  EXPECT_THAT(last->message, HasSubstr("(attempt 1)"));
+}
+
+TEST(PlanTest, NoProfilerPluginEventWithTelemetryOffOrNoTrainerSettingIt) {
+  json off = MinimalJob("demo", 2);
+  off["spec"]["template"]["spec"]["containers"][0]["env"] =
+      json::array({{{"name", "NCCL_PROFILER_PLUGIN"}, {"value", "inspector"}}});
+  off["spec"]["communication"] = {{"telemetry", {{"enabled", false}}}};
+  for (const json& job : {off, MinimalJob("demo", 2)}) {
+    FakeCluster cluster(job);
+    StartRunning(cluster, At(0));
+    EXPECT_EQ(CountEvents(cluster, "ProfilerPluginLeftAlone"), 0);
+    EXPECT_EQ(CountEvents(cluster, "PodsCreated"), 1);
+  }
 }
 
 TEST(PlanTest, ShrinkingReplicasWhileSuspendedLeavesNoStrayRanks) {

@@ -1,6 +1,7 @@
 // BuildPod's init containers: the native sidecar (no devices, Gloo unless the trainers use DRA
 // claims) and the preflight container, which copies the trainers' devices, claims, fabric env,
-// shared-memory and RDMA mounts and IPC_LOCK, and nothing else.
+// shared-memory and RDMA mounts and IPC_LOCK, and nothing else; and the NCCL profiler plugin the
+// sidecar hands the trainers (spec.communication.telemetry).
 #include "operator/planner/pod_builder.h"
 
 #include <gmock/gmock.h>
@@ -260,7 +261,9 @@ TEST(PodBuilderTest, ThePreflightCopiesTheTrainersFabricEnvFirstSetterWins) {
                                                  {{"name", "GLOO_SOCKET_IFNAME"}, {"value", "eth1"}},
                                                  {{"name", "TP_SOCKET_IFNAME"}, {"value", "eth1"}},
                                                  {{"name", "CUDA_VISIBLE_DEVICES"}, {"value", "0,1"}},
-                                                 {{"name", "NCCL_DEBUG"}, {"value", "INFO"}}}));
+                                                 {{"name", "NCCL_DEBUG"}, {"value", "INFO"}},
+                                                 // envFrom could carry a profiler plugin: masked.
+                                                 {{"name", "NCCL_PROFILER_PLUGIN"}, {"value", ""}}}));
   // A RINGLEADER_ name from a trainer never reaches it (nor the trainers' own contract env).
   std::set<std::string> names;
   for (const json& entry : preflight["env"]) {
@@ -296,7 +299,7 @@ TEST(PodBuilderTest, ThePreflightMountsTheTrainersSharedMemoryAndRdmaDevicesOnly
                          {{"name", "ringleader-run"}, {"mountPath", "/var/run/ringleader/run"}},
                          {{"name", "dshm"}, {"mountPath", "/dev/shm"}},
                          {{"name", "ib"}, {"mountPath", "/dev/infiniband"}}}));
-  EXPECT_EQ(Sidecar(pod)["volumeMounts"].size(), 2u);
+  EXPECT_EQ(Sidecar(pod)["volumeMounts"].size(), 3u);  // token, run dir, profiler plugin
 }
 
 TEST(PodBuilderTest, ThePreflightGetsIpcLockOnlyWhenATrainerHasItAndNeverPrivilege) {
@@ -340,6 +343,110 @@ TEST(PodBuilderTest, ThePreflightsMemoryLimitHoldsTheSweepsGlooBuffers) {
   });
   EXPECT_EQ(Preflight(pod)["resources"]["limits"]["memory"], "4224Mi");
   EXPECT_EQ(Sidecar(pod)["resources"]["limits"]["memory"], "1Gi");
+}
+
+constexpr char kPluginPath[] = "/var/run/ringleader/profiler/libnccl-profiler-ringleader.so";
+
+const json* FindByName(const json& list, const std::string& name) {
+  for (const json& entry : list) {
+    if (entry.value("name", "") == name) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+int CountEnv(const json& container, const std::string& name) {
+  int n = 0;
+  for (const json& entry : container.value("env", json::array())) {
+    n += entry.value("name", "") == name ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(PodBuilderTest, TelemetryHandsEveryTrainerThePluginReadOnlyFromTheSidecarsVolume) {
+  const json pod = Build([](json&, json& spec) { spec["containers"].push_back(Trainer("helper")); });
+  const json* volume = FindByName(pod["spec"]["volumes"], "ringleader-profiler");
+  ASSERT_NE(volume, nullptr) << pod["spec"]["volumes"].dump();
+  EXPECT_EQ(*volume, json({{"name", "ringleader-profiler"}, {"emptyDir", json::object()}}));
+
+  // The sidecar fills the volume, so its mount is writable.
+  const json& sidecar = Sidecar(pod);
+  const json* sidecar_mount = FindByName(sidecar["volumeMounts"], "ringleader-profiler");
+  ASSERT_NE(sidecar_mount, nullptr);
+  EXPECT_EQ(*sidecar_mount, json({{"name", "ringleader-profiler"}, {"mountPath", "/var/run/ringleader/profiler"}}));
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_TELEMETRY_ENABLED"), "true");
+  EXPECT_EQ(CountEnv(sidecar, "NCCL_PROFILER_PLUGIN"), 0);
+
+  for (const json& trainer : pod["spec"]["containers"]) {
+    SCOPED_TRACE(trainer["name"].get<std::string>());
+    EXPECT_EQ(EnvValue(trainer, "NCCL_PROFILER_PLUGIN"), kPluginPath);
+    EXPECT_EQ(CountEnv(trainer, "NCCL_PROFILER_PLUGIN"), 1);
+    const json* mount = FindByName(trainer["volumeMounts"], "ringleader-profiler");
+    ASSERT_NE(mount, nullptr);
+    EXPECT_EQ(*mount, json({{"name", "ringleader-profiler"},
+                            {"mountPath", "/var/run/ringleader/profiler"},
+                            {"readOnly", true}}));
+  }
+
+  // The preflight's sweep is no training: neither the plugin nor its volume.
+  const json& preflight = Preflight(pod);
+  EXPECT_EQ(CountEnv(preflight, "NCCL_PROFILER_PLUGIN"), 0);
+  EXPECT_EQ(FindByName(preflight["volumeMounts"], "ringleader-profiler"), nullptr);
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_TELEMETRY_ENABLED"), "true");
+}
+
+TEST(PodBuilderTest, TelemetryOffAddsNoPluginVolumeMountOrEnv) {
+  const json pod = Build([](json& job, json& spec) {
+    job["spec"]["communication"]["telemetry"]["enabled"] = false;
+    spec["containers"].push_back(Trainer("helper"));
+    spec["containers"][0]["envFrom"] = json::array({{{"configMapRef", {{"name", "nccl"}}}}});
+  });
+  EXPECT_EQ(FindByName(pod["spec"]["volumes"], "ringleader-profiler"), nullptr);
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_TELEMETRY_ENABLED"), "false");
+  EXPECT_EQ(Sidecar(pod)["volumeMounts"].size(), 2u);
+  for (const json& trainer : pod["spec"]["containers"]) {
+    SCOPED_TRACE(trainer["name"].get<std::string>());
+    EXPECT_EQ(CountEnv(trainer, "NCCL_PROFILER_PLUGIN"), 0);
+    EXPECT_EQ(FindByName(trainer["volumeMounts"], "ringleader-profiler"), nullptr);
+  }
+  // The envFrom mask stays: a ConfigMap's plugin must not reach the sweep either way.
+  EXPECT_EQ(EnvValue(Preflight(pod), "NCCL_PROFILER_PLUGIN"), "");
+  EXPECT_EQ(CountEnv(Preflight(pod), "NCCL_PROFILER_PLUGIN"), 1);
+}
+
+TEST(PodBuilderTest, ATrainerThatSetsTheProfilerPluginItselfIsLeftAlone) {
+  const json secret_ref = {{"secretKeyRef", {{"name", "profiler"}, {"key", "path"}}}};
+  json object = MinimalJob("demo", 2);
+  json& containers = object["spec"]["template"]["spec"]["containers"];
+  containers[0]["env"] = json::array({{{"name", "NCCL_PROFILER_PLUGIN"}, {"value", "/opt/inspector/libnccl-profiler-inspector.so"}}});
+  containers.push_back(Trainer("helper"));
+  json from_secret = Trainer("logger");
+  from_secret["env"] = json::array({{{"name", "NCCL_PROFILER_PLUGIN"}, {"valueFrom", secret_ref}}});
+  containers.push_back(from_secret);
+  api::FieldErrors errors;
+  const api::TrainingJob job = api::TrainingJob::FromJson(object, &errors);
+  ASSERT_TRUE(errors.empty()) << api::JoinErrors(errors);
+  EXPECT_THAT(TrainersWithOwnProfilerPlugin(job), ElementsAre("trainer", "logger"));
+
+  const json pod = BuildPod(job, 0, 0, kPorts, PlannerConfig{});
+  const json& built = pod["spec"]["containers"];
+  // Their own entry, once, and no mount of ours.
+  EXPECT_EQ(EnvValue(built[0], "NCCL_PROFILER_PLUGIN"), "/opt/inspector/libnccl-profiler-inspector.so");
+  EXPECT_EQ(CountEnv(built[0], "NCCL_PROFILER_PLUGIN"), 1);
+  EXPECT_EQ(FindByName(built[0]["volumeMounts"], "ringleader-profiler"), nullptr);
+  EXPECT_EQ(*FindByName(built[2]["env"], "NCCL_PROFILER_PLUGIN"),
+            json({{"name", "NCCL_PROFILER_PLUGIN"}, {"valueFrom", secret_ref}}));
+  EXPECT_EQ(CountEnv(built[2], "NCCL_PROFILER_PLUGIN"), 1);
+  EXPECT_EQ(FindByName(built[2]["volumeMounts"], "ringleader-profiler"), nullptr);
+  // The others still get ringleader's.
+  EXPECT_EQ(EnvValue(built[1], "NCCL_PROFILER_PLUGIN"), kPluginPath);
+  EXPECT_NE(FindByName(built[1]["volumeMounts"], "ringleader-profiler"), nullptr);
+  // The user's plugin path is not mounted in the preflight: never copied there.
+  EXPECT_EQ(CountEnv(Preflight(pod), "NCCL_PROFILER_PLUGIN"), 0);
+
+  object["spec"]["communication"]["telemetry"]["enabled"] = false;
+  EXPECT_TRUE(TrainersWithOwnProfilerPlugin(api::TrainingJob::FromJson(object, &errors)).empty());
 }
 
 }  // namespace

@@ -156,6 +156,43 @@ TEST(SummaryReaderTest, ReadsAFullSummaryIntoTheStatus) {
   EXPECT_EQ(sidecar.paths(), std::vector<std::string>{"/summary"});
 }
 
+TEST(SummaryReaderTest, ReadsTheTrainersCollectivesIntoStatusTraining) {
+  FakeSidecar sidecar(200, R"({"backend": "nccl", "preflight": "Passed",
+      "training": {"collective": "all_reduce", "size": "64MiB",
+                   "busBandwidthBytesPerSecond": 110000000000.4, "ranksReporting": 4,
+                   "slowestRank": 3, "slowestRankBusBandwidthBytesPerSecond": 9.05e10}})");
+  std::string error;
+  const std::optional<api::CommunicationStatus> status =
+      MakeHttpSummaryReader()->Read("127.0.0.1", sidecar.port(), &error);
+  ASSERT_TRUE(status.has_value()) << error;
+  ASSERT_TRUE(status->training.has_value());
+  // As the other bandwidths: the human form and whole bytes per second.
+  EXPECT_EQ(*status->training, (api::TrainingCommunicationStatus{.collective = "all_reduce",
+                                                                .size = "64MiB",
+                                                                .bus_bandwidth = "110 GB/s",
+                                                                .bus_bandwidth_bytes = 110'000'000'000,
+                                                                .ranks_reporting = 4,
+                                                                .slowest_rank = "3",
+                                                                .slowest_rank_bus_bandwidth = "90.5 GB/s",
+                                                                .slowest_rank_bus_bandwidth_bytes = 90'500'000'000}));
+}
+
+TEST(SummaryReaderTest, TrainingWithoutASlowestRankLeavesItEmpty) {
+  FakeSidecar sidecar(200, R"({"backend": "nccl", "preflight": "",
+      "training": {"collective": "all_gather", "size": "1MiB",
+                   "busBandwidthBytesPerSecond": 2.5e9, "ranksReporting": 1}})");
+  std::string error;
+  const std::optional<api::CommunicationStatus> status =
+      MakeHttpSummaryReader()->Read("127.0.0.1", sidecar.port(), &error);
+  ASSERT_TRUE(status.has_value()) << error;
+  ASSERT_TRUE(status->training.has_value());
+  EXPECT_EQ(status->training->bus_bandwidth, "2.5 GB/s");
+  EXPECT_EQ(status->training->ranks_reporting, 1);
+  EXPECT_EQ(status->training->slowest_rank, "");
+  EXPECT_EQ(status->training->slowest_rank_bus_bandwidth, "");
+  EXPECT_EQ(status->training->slowest_rank_bus_bandwidth_bytes, 0);
+}
+
 TEST(SummaryReaderTest, AMinimalSummaryLeavesTheOptionalFieldsEmpty) {
   FakeSidecar sidecar(200, R"({"backend": "gloo", "preflight": ""})");
   std::string error;
@@ -181,6 +218,13 @@ TEST(SummaryReaderTest, BadAnswersAreRefusedNamingTheAddressAndTheProblem) {
       {200, R"({"backend": "tcp", "preflight": ""})", "backend: must be"},
       {200, R"({"backend": "nccl", "preflight": "", "lastProbeTime": "1066-10-14T09:00:00Z"})",
        "lastProbeTime: out of range"},
+      {200, R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce",
+           "size": "1MiB", "busBandwidthBytesPerSecond": 1e19, "ranksReporting": 2}})",
+       "training.busBandwidthBytesPerSecond: too large"},
+      {200, R"({"backend": "nccl", "preflight": "", "training": {"collective": "all_reduce",
+           "size": "1MiB", "busBandwidthBytesPerSecond": 1, "ranksReporting": 2, "slowestRank": 1,
+           "slowestRankBusBandwidthBytesPerSecond": 1e300}})",
+       "training.slowestRankBusBandwidthBytesPerSecond: too large"},
       {500, kFullSummary, "HTTP 500"},
       {404, "", "HTTP 404"},
       {200, std::string(100 * 1024, ' '), "over the limit"},
