@@ -41,7 +41,7 @@ election_kinds=Role,RoleBinding
 cases=(
   "defaults||--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap --dashboard $chart/dashboards/ringleader.json"
   "monitoring-and-alerts|monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,monitoring.prometheusRule.enabled=true|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,ServiceMonitor,PodMonitor,PrometheusRule --dashboard $chart/dashboards/ringleader.json --rules $tmp/rules.json --floor 1e+09"
-  "alerts-custom-floor-no-dashboard|monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.busBandwidthFloorBytesPerSecond=25000000000,monitoring.dashboard.enabled=false|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,PrometheusRule --rules $tmp/rules.json --floor 2.5e+10"
+  "alerts-custom-floor-no-dashboard|monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.busBandwidthFloorBytesPerSecond=25000000000,monitoring.prometheusRule.trainingBusBandwidthFraction=1,monitoring.dashboard.enabled=false|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,PrometheusRule --rules $tmp/rules.json --floor 2.5e+10 --training-fraction 1"
   "watch-namespaces|operator.watchNamespaces={team-a,team-b},monitoring.podMonitor.enabled=true|--watch team-a,team-b --kinds $base_kinds,Role,RoleBinding,Role,RoleBinding,$election_kinds,ConfigMap,PodMonitor"
   "no-leader-election|leaderElection.enabled=false,replicaCount=1,operator.logFormat=text,monitoring.dashboard.enabled=false|--leader-election off --kinds $base_kinds,ClusterRole,ClusterRoleBinding"
   "everything-off|monitoring.dashboard.enabled=false,operator.portRange=40000-40999,operator.workers=8|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
@@ -79,7 +79,8 @@ grep -q '^kind: CustomResourceDefinition$' <<<"$with_crds" ||
   fail "helm template --include-crds has no CustomResourceDefinition"
 
 # values.schema.json rejects bad values.
-for bad in jobDefaults.hostNetwork=maybe operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
+for bad in monitoring.prometheusRule.trainingBusBandwidthFraction=0 monitoring.prometheusRule.trainingBusBandwidthFraction=2 \
+  jobDefaults.hostNetwork=maybe operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
   operator.watchNamespaces={Team_A} image.pullPolicy=Sometimes operator.bogus=1; do
   if "$helm" lint --strict "$chart" --set "$bad" >/dev/null 2>&1; then
     fail "values.schema.json accepts $bad"

@@ -3,7 +3,8 @@
 
 Usage: check_rendered.py RENDERED.json --namespace NS [--watch a,b] [--leader-election on|off]
          [--default-host-network true|false]
-         --kinds Kind,Kind,... --operator BIN [--dashboard FILE] [--rules RULES.json --floor F]
+         --kinds Kind,Kind,... --operator BIN [--dashboard FILE]
+         [--rules RULES.json --floor F [--training-fraction X]]
 Checks the security context, that RBAC grants exactly what the operator's code uses (and no
 more), that every Deployment argument is a flag `ringleader-operator run` accepts, and that the
 dashboard ConfigMap and the PrometheusRule carry the chart's files unchanged.
@@ -135,6 +136,7 @@ def main():
     p.add_argument("--dashboard")
     p.add_argument("--rules")
     p.add_argument("--floor")
+    p.add_argument("--training-fraction", default="0.5")
     a = p.parse_args()
     with open(a.rendered) as f:
         objects = json.load(f)["items"]
@@ -200,6 +202,8 @@ def main():
             for r in g["rules"]:
                 if r.get("record") == "ringleader:bus_bandwidth_floor_bytes_per_second":
                     r["expr"] = "vector(%s)" % a.floor
+                elif r.get("record") == "ringleader:training_bus_bandwidth_fraction":
+                    r["expr"] = "vector(%s)" % a.training_fraction
         rule = by_kind["PrometheusRule"][0]
         check(rule["spec"]["groups"] == groups, "the PrometheusRule's groups differ from the rules file's")
 
