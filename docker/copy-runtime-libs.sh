@@ -10,12 +10,14 @@ out=${1:?usage: copy-runtime-libs.sh OUT BINARY...}
 shift
 for binary in "$@"; do
   install -D -m 0755 "$binary" "$out/usr/local/bin/$(basename "$binary")"
-  if ldd "$binary" | grep -q 'not found'; then
-    ldd "$binary" >&2
+  # Read whole before grep -q: under pipefail an early exit of grep can fail the producer.
+  libs=$(ldd "$binary")
+  if grep -q 'not found' <<<"$libs"; then
+    echo "$libs" >&2
     echo "copy-runtime-libs: $binary has unresolved libraries" >&2
     exit 1
   fi
-  ldd "$binary" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
+  awk '$2 == "=>" && $3 ~ /^\// { print $3 }' <<<"$libs" |
     grep -Ev '/(ld-linux[^/]*|libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s)\.so' |
     grep -Ev "/(${PROVIDED:-^$})[^/]*$" |
     while read -r lib; do

@@ -5,7 +5,8 @@ Usage: check_dockerfiles.py REPO_ROOT BUILD_DIR TARGET_FILE...
 Every COPY source exists in the repository and is not in .dockerignore, or comes from an
 earlier stage; every base image is pinned; the final stage runs as a non-root user; and every
 ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built and installed
-by the build stage from the path CMake puts it at.
+by the build stage from the path CMake puts it at. A file a binary needs beside it (BESIDE, also
+among TARGET_FILE) is built in the binary's directory and installed beside it in the image.
 """
 import fnmatch
 import glob
@@ -16,10 +17,16 @@ import sys
 
 errors = []
 
+# Files a binary finds in its own directory: the sidecar copies the NCCL profiler plugin from
+# there into the trainers' volume (sidecar/contract/contract.h, kProfilerPluginFileName).
+BESIDE = {"ringleader-sidecar": ["libnccl-profiler-ringleader.so"]}
+
 
 def check(condition, message):
+    """Records `message` unless `condition` holds; returns whether it held."""
     if not condition:
         errors.append(message)
+    return bool(condition)
 
 
 def instructions(path):
@@ -56,6 +63,13 @@ def main():
     binaries = {os.path.basename(t): os.path.relpath(t, build_dir) for t in targets}
     for name, rel in binaries.items():
         check(os.path.exists(os.path.join(build_dir, rel)), "target %s is not built at %s" % (name, rel))
+    for name, companions in BESIDE.items():
+        for companion in companions:
+            if not check(name in binaries and companion in binaries,
+                         "%s and %s must both be given as TARGET_FILE" % (name, companion)):
+                continue
+            check(os.path.dirname(binaries[companion]) == os.path.dirname(binaries[name]),
+                  "%s is built at %s, not beside %s (%s)" % (companion, binaries[companion], name, binaries[name]))
     with open(os.path.join(root, ".dockerignore")) as f:
         patterns = [l.strip() for l in f if l.strip() and not l.startswith("#")]
     dockerfiles = sorted(glob.glob(os.path.join(root, "docker", "Dockerfile.*")))
@@ -122,6 +136,15 @@ def main():
               "%s: no `cmake --build ... --target %s`" % (name, binary))
         check(binary in binaries and ("build/" + binaries[binary]) in build_text,
               "%s: does not install build/%s" % (name, binaries.get(binary)))
+        for companion in BESIDE.get(binary, []):
+            if companion not in binaries:
+                continue
+            # Installed from where CMake builds it into the directory the ENTRYPOINT lies in
+            # (the build stage's /out/ is copied to / in the final one).
+            check(re.search(r"\binstall\b[^\n]*\sbuild/%s\s+/out%s/(%s)?(\s|$)" %
+                            (re.escape(binaries[companion]), re.escape(os.path.dirname(entry or "")),
+                             re.escape(companion)), build_text),
+                  "%s: does not install build/%s beside %s" % (name, binaries[companion], entry))
     for e in errors:
         print("docker: " + e, file=sys.stderr)
     print("docker: %d Dockerfiles, %d problems" % (len(dockerfiles), len(errors)))
