@@ -101,7 +101,6 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       EnvVar(env::kMonitorEnabled, flag(mon.enabled)),
       EnvVar(env::kMonitorIntervalSeconds, std::to_string(mon.interval_seconds)),
       EnvVar(env::kMonitorMessageBytes, std::to_string(mon.message_bytes)),
-      EnvVar(env::kTelemetryEnabled, flag(spec.communication.telemetry.enabled)),
       EnvVar(env::kTokenFile, std::string(contract::path::kTokenFile)),
       EnvVar(env::kRunDir, std::string(contract::path::kRunDir)),
       FieldRefEnv(env::kPodName, "metadata.name"),
@@ -171,11 +170,6 @@ json AppClaims(const json& containers) {
 
 json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
                   const std::string& master_addr, const json& app_claims, const PlannerConfig& config) {
-  json mounts = RingleaderMounts();
-  if (job.spec.communication.telemetry.enabled) {
-    // Written by the sidecar before its startup probe passes, so before any trainer starts.
-    mounts.push_back({{"name", kProfilerVolume}, {"mountPath", contract::path::kProfilerPluginDir}});
-  }
   const bool host_network = HostNetwork(job, config);
   // Without DRA the sidecar holds no device and measures the Pod network with Gloo. A DRA claim
   // can be shared by several containers, so with claims it holds the trainers' devices too.
@@ -186,6 +180,18 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
   }
   // The sweep runs in the preflight container; the sidecar's buffers are the monitor's.
   runs.communication.preflight.enabled = false;
+  json env_list =
+      SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(), contract::mode::kSidecar);
+  json mounts = RingleaderMounts();
+  // Telemetry is the sidecar's alone: the preflight's sweep is no training.
+  const bool telemetry = job.spec.communication.telemetry.enabled;
+  env_list.push_back(EnvVar(env::kTelemetryEnabled, telemetry ? "true" : "false"));
+  if (telemetry) {
+    // Filled by the sidecar before its startup probe passes, so before any trainer starts. The
+    // directory is spelled out, as the run dir is, for a kubelet that maps mount paths in env.
+    env_list.push_back(EnvVar(env::kProfilerPluginDir, std::string(contract::path::kProfilerPluginDir)));
+    mounts.push_back({{"name", kProfilerVolume}, {"mountPath", contract::path::kProfilerPluginDir}});
+  }
   json resources = {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}},
                     {"limits", {{"memory", api::FormatQuantity(SidecarMemoryLimitBytes(runs))}}}};
   if (shares_claims) {
@@ -198,8 +204,7 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
       {"image", config.sidecar_image},
       // A native sidecar: starts before the trainers, stops after them, never holds the Pod open.
       {"restartPolicy", "Always"},
-      {"env", SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(),
-                         contract::mode::kSidecar)},
+      {"env", std::move(env_list)},
       {"ports",
        json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
                     PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},

@@ -108,9 +108,11 @@ TEST(PodBuilderTest, BothRingleaderContainersGetTheSidecarEnvAndTheirMode) {
   // The sidecar holds no GPU and measures the Pod network; the preflight runs the job's backend.
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_BACKEND"), "gloo");
   EXPECT_EQ(EnvValue(preflight, "RINGLEADER_BACKEND"), "nccl");
-  // Otherwise the same list, in the same order.
-  ASSERT_EQ(sidecar["env"].size(), preflight["env"].size());
-  for (std::size_t i = 0; i < sidecar["env"].size(); ++i) {
+  // Otherwise the same list, in the same order; the sidecar's telemetry entries come last.
+  ASSERT_EQ(sidecar["env"].size(), preflight["env"].size() + 2);
+  EXPECT_EQ(sidecar["env"][sidecar["env"].size() - 2]["name"], "RINGLEADER_TELEMETRY_ENABLED");
+  EXPECT_EQ(sidecar["env"].back()["name"], "RINGLEADER_PROFILER_PLUGIN_DIR");
+  for (std::size_t i = 0; i < preflight["env"].size(); ++i) {
     const std::string name = sidecar["env"][i]["name"];
     EXPECT_EQ(preflight["env"][i]["name"], name);
     if (name != "RINGLEADER_MODE" && name != "RINGLEADER_BACKEND") {
@@ -376,6 +378,8 @@ TEST(PodBuilderTest, TelemetryHandsEveryTrainerThePluginReadOnlyFromTheSidecarsV
   ASSERT_NE(sidecar_mount, nullptr);
   EXPECT_EQ(*sidecar_mount, json({{"name", "ringleader-profiler"}, {"mountPath", "/var/run/ringleader/profiler"}}));
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_TELEMETRY_ENABLED"), "true");
+  // Spelled out like the run dir, so a kubelet that maps mount paths in env maps it too.
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_PROFILER_PLUGIN_DIR"), "/var/run/ringleader/profiler");
   EXPECT_EQ(CountEnv(sidecar, "NCCL_PROFILER_PLUGIN"), 0);
 
   for (const json& trainer : pod["spec"]["containers"]) {
@@ -393,7 +397,8 @@ TEST(PodBuilderTest, TelemetryHandsEveryTrainerThePluginReadOnlyFromTheSidecarsV
   const json& preflight = Preflight(pod);
   EXPECT_EQ(CountEnv(preflight, "NCCL_PROFILER_PLUGIN"), 0);
   EXPECT_EQ(FindByName(preflight["volumeMounts"], "ringleader-profiler"), nullptr);
-  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_TELEMETRY_ENABLED"), "true");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_TELEMETRY_ENABLED"), "<unset>");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_PROFILER_PLUGIN_DIR"), "<unset>");
 }
 
 TEST(PodBuilderTest, TelemetryOffAddsNoPluginVolumeMountOrEnv) {
@@ -404,6 +409,7 @@ TEST(PodBuilderTest, TelemetryOffAddsNoPluginVolumeMountOrEnv) {
   });
   EXPECT_EQ(FindByName(pod["spec"]["volumes"], "ringleader-profiler"), nullptr);
   EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_TELEMETRY_ENABLED"), "false");
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_PROFILER_PLUGIN_DIR"), "<unset>");
   EXPECT_EQ(Sidecar(pod)["volumeMounts"].size(), 2u);
   for (const json& trainer : pod["spec"]["containers"]) {
     SCOPED_TRACE(trainer["name"].get<std::string>());
