@@ -321,6 +321,25 @@ const std::vector<Setting>& Settings() {
        "where the resolved contract is written; default RUN_DIR/contract.json", false,
        [](S text, S where, C& c) { c.contract_file = Path(text, where); },
        [](const C&) { return std::string(); }},
+      {"telemetry-enabled", cenv::kTelemetryEnabled, "true|false",
+       "copy the NCCL profiler plugin for the trainers and take its snapshots; only \"false\" "
+       "turns it off", false,
+       [](S text, S, C& c) { c.telemetry_enabled = text != "false"; },
+       [](const C& c) { return ShowBool(c.telemetry_enabled); }},
+      {"profiler-socket", cenv::kProfilerSocket, "PATH",
+       "Unix socket the trainers' profiler plugin sends to; default RUN_DIR/profiler.sock", false,
+       [](S text, S where, C& c) { c.profiler_socket = Path(text, where); },
+       [](const C&) { return std::string(); }},
+      {"profiler-plugin-dir", cenv::kProfilerPluginDir, "DIR",
+       "where the profiler plugin is copied for the trainers", false,
+       [](S text, S where, C& c) { c.profiler_plugin_dir = Path(text, where); },
+       [](const C& c) { return c.profiler_plugin_dir; }},
+      {"profiler-interval-ms", cenv::kProfilerIntervalMs, "MS",
+       "the plugin's snapshot interval; the sidecar reports its Pod's collectives as often", false,
+       [](S text, S where, C& c) {
+         c.profiler_interval = std::chrono::milliseconds(IntIn(text, 10, 600000, where));
+       },
+       [](const C& c) { return std::to_string(c.profiler_interval.count()); }},
       {"pod-name", cenv::kPodName, "NAME", "this Pod's name", false,
        [](S text, S where, C& c) { c.pod_name = Word(text, "a Pod name", where); },
        [](const C& c) { return c.pod_name; }},
@@ -467,6 +486,7 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
   // Where each setting's value came from, for errors that involve two settings.
   std::map<std::string_view, std::string> sources;
   bool contract_file_given = false;
+  bool profiler_socket_given = false;
   bool rendezvous_timeout_given = false;
   for (const Setting& setting : Settings()) {
     std::string where;
@@ -488,10 +508,14 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
     setting.apply(text, where, config);
     sources[setting.flag] = where;
     contract_file_given = contract_file_given || setting.flag == "contract-file";
+    profiler_socket_given = profiler_socket_given || setting.flag == "profiler-socket";
     rendezvous_timeout_given = rendezvous_timeout_given || setting.flag == "rendezvous-timeout-seconds";
   }
   if (!contract_file_given) {
     config.contract_file = config.run_dir + "/contract.json";
+  }
+  if (!profiler_socket_given) {
+    config.profiler_socket = config.run_dir + "/profiler.sock";
   }
   // The CRD's preflight.timeoutSeconds is the deadline for rendezvous too, and the operator
   // injects only that one.

@@ -80,6 +80,14 @@ struct SidecarConfig {
   std::string token;  // the token file's content less one trailing newline; never empty
   std::string run_dir{contract::path::kRunDir};
   std::string contract_file{contract::path::kContractFile};  // default: run_dir/contract.json
+  // The NCCL profiler plugin's side (issue 18), in "sidecar" and "run" modes: the plugin is
+  // copied into profiler_plugin_dir for the trainers and its snapshots taken on profiler_socket,
+  // unless telemetry is off. Every profiler_interval the sidecar reports its Pod's collectives to
+  // rank 0 (the plugin's snapshot interval, so each report has something new).
+  bool telemetry_enabled = true;
+  std::string profiler_socket;  // default: run_dir/profiler.sock (contract::path::kProfilerSocket)
+  std::string profiler_plugin_dir{contract::path::kProfilerPluginDir};
+  std::chrono::milliseconds profiler_interval{5000};
   // RDMA resources given to this container (the operator's list); any means RDMA was asked for.
   std::string rdma_resources;
   std::string pod_name;

@@ -250,6 +250,28 @@ TEST(SidecarConfigTest, TheContractFileFollowsTheRunDirUnlessSet) {
             "/y/c.json");
 }
 
+TEST(SidecarConfigTest, TheProfilerSettingsDefaultToThePodsPathsAndFollowTheRunDir) {
+  const SidecarConfig defaults = Parse(OperatorEnv());
+  EXPECT_TRUE(defaults.telemetry_enabled);
+  EXPECT_EQ(defaults.profiler_socket, contract::path::kProfilerSocket);
+  EXPECT_EQ(defaults.profiler_plugin_dir, contract::path::kProfilerPluginDir);
+  EXPECT_EQ(defaults.profiler_interval, std::chrono::milliseconds(5000));
+  EXPECT_EQ(Parse(OperatorEnv(), {"--run-dir", "/x"}).profiler_socket, "/x/profiler.sock");
+  const SidecarConfig set = Parse(OperatorEnv(), {"--profiler-socket", "/s/p.sock",
+                                                  "--profiler-plugin-dir", "/plugins",
+                                                  "--profiler-interval-ms", "250"});
+  EXPECT_EQ(set.profiler_socket, "/s/p.sock");
+  EXPECT_EQ(set.profiler_plugin_dir, "/plugins");
+  EXPECT_EQ(set.profiler_interval, std::chrono::milliseconds(250));
+}
+
+TEST(SidecarConfigTest, OnlyFalseTurnsTelemetryOffAsTheContractSays) {
+  EXPECT_FALSE(Parse(With(OperatorEnv(), "RINGLEADER_TELEMETRY_ENABLED", "false")).telemetry_enabled);
+  for (const char* on : {"true", "yes", "1", "False"}) {
+    EXPECT_TRUE(Parse(With(OperatorEnv(), "RINGLEADER_TELEMETRY_ENABLED", on)).telemetry_enabled) << on;
+  }
+}
+
 TEST(SidecarConfigTest, AnEmptyVariableCountsAsUnset) {
   EXPECT_EQ(Parse(With(OperatorEnv(), "RINGLEADER_BACKEND", "")).backend, Backend::kAuto);
   EXPECT_EQ(Parse(With(OperatorEnv(), "RINGLEADER_POD_IP", "")).pod_ip, "");
@@ -338,6 +360,10 @@ TEST(SidecarConfigTest, EveryBadValueIsNamedWithItsVariableOrFlag) {
       {"RINGLEADER_POD_NAME", "--pod-name", "a\tb", "\"a\tb\" is not a Pod name"},
       {"RINGLEADER_POD_IP", "--pod-ip", "10.0.3", "\"10.0.3\" is not an IP address"},
       {"RINGLEADER_NODE_NAME", "--node-name", "n 1", "\"n 1\" is not a node name"},
+      {"RINGLEADER_PROFILER_INTERVAL_MS", "--profiler-interval-ms", "9",
+       "9 is not between 10 and 600000"},
+      {"RINGLEADER_PROFILER_INTERVAL_MS", "--profiler-interval-ms", "5s",
+       "\"5s\" is not an integer"},
   };
   for (const BadValue& bad : cases) {
     EXPECT_EQ(ErrorFor(With(OperatorEnv(), bad.name, bad.value)), bad.name + ": " + bad.message);
@@ -500,6 +526,10 @@ TEST(SidecarConfigTest, HelpListsEveryFlagWithItsVariable) {
       {"--pod-name", "RINGLEADER_POD_NAME"},
       {"--pod-ip", "RINGLEADER_POD_IP"},
       {"--node-name", "RINGLEADER_NODE_NAME"},
+      {"--telemetry-enabled", "RINGLEADER_TELEMETRY_ENABLED"},
+      {"--profiler-socket", "RINGLEADER_PROFILER_SOCKET"},
+      {"--profiler-plugin-dir", "RINGLEADER_PROFILER_PLUGIN_DIR"},
+      {"--profiler-interval-ms", "RINGLEADER_PROFILER_INTERVAL_MS"},
   };
   for (const auto& [flag, name] : pairs) {
     const std::size_t line_start = usage.find("  " + flag + " ");
