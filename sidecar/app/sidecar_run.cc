@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,7 +36,10 @@
 #include "sidecar/service/contract_file.h"
 #include "sidecar/service/endpoint_server.h"
 #include "sidecar/service/preflight_result.h"
+#include "sidecar/service/profiler_listener.h"
 #include "sidecar/service/sidecar_metrics.h"
+#include "sidecar/service/training_collectives.h"
+#include "sidecar/service/training_report.h"
 #include "sidecar/collectives/nccl_transport.h"
 #ifdef RINGLEADER_WITH_NCCL
 #include "sidecar/collectives/nccl_communicator.h"
@@ -61,6 +66,11 @@ constexpr std::string_view kMonitorPhase = "monitor/";
 // NCCL_DEBUG_FILE's name in the run dir (<prefix>.<host>.<pid>), which the preflight reads back.
 constexpr std::string_view kNcclDebugPrefix = "nccl-debug";
 constexpr auto kResultPollInterval = std::chrono::milliseconds(200);
+// The training report's store calls (connect, set, reads): short, so that a stop never waits
+// long for them and an unreachable rank 0 costs one try per interval.
+constexpr auto kReportTimeout = std::chrono::milliseconds(2000);
+// Rank 0 reads the ranks' reports this many keys per request.
+constexpr int kReportBatch = 1024;
 
 std::optional<std::string> Env(const char* name) {
   const char* value = std::getenv(name);
@@ -113,6 +123,13 @@ class SidecarRun {
         registry_(std::make_shared<prometheus::Registry>()),
         metrics_(*registry_, config.rank, config.world_size(), local_ranks_) {}
 
+  ~SidecarRun() {
+    StopTrainingReports();
+    profiler_.reset();  // before training_, its sink
+  }
+  SidecarRun(const SidecarRun&) = delete;
+  SidecarRun& operator=(const SidecarRun&) = delete;
+
   int Run() {
     if (config_.mode == Mode::kPodPreflight) {
       return RunPodPreflight();
@@ -120,6 +137,9 @@ class SidecarRun {
     try {
       if (config_.mode == Mode::kSidecar) {
         return RunPodSidecar();
+      }
+      if (config_.mode == Mode::kRun) {
+        StartTelemetry();
       }
       StartEndpoints();
       if (config_.rank == 0) {
@@ -151,6 +171,7 @@ class SidecarRun {
     if (!server_) {
       return;
     }
+    StopTrainingReports();  // its store connection would count as this rank still there
     ranks_.reset();
     stores_.clear();
     sibling_clients_.clear();
@@ -405,6 +426,7 @@ class SidecarRun {
         } else {
           MarkReady(PreflightState::kDisabled);
         }
+        StartTrainingReports();
         return config_.monitor_enabled ? RunMonitor() : WaitForStop();
     }
     return kExitFailure;
@@ -593,6 +615,7 @@ class SidecarRun {
     if (config_.rank == 0) {
       StartStoreServer();  // first: a started sidecar means a reachable store
     }
+    StartTelemetry();
     StartEndpoints("waiting for the preflight container");
     std::optional<PreflightResult> result = WaitForPreflightResult();
     if (!result) {
@@ -600,6 +623,11 @@ class SidecarRun {
       return kExitOk;
     }
     ApplyPreflight(*result);
+    if (result->passed) {
+      // Only now: a rank's report connection would hide its preflight container's death from
+      // the others' peer diagnosis, and the trainers start after the preflight anyway.
+      StartTrainingReports();
+    }
     if (!result->passed || !config_.monitor_enabled) {
       // A failed Pod is stopped by the kubelet; until then /readyz and /metrics say why.
       return WaitForStop();
@@ -624,6 +652,117 @@ class SidecarRun {
       std::this_thread::sleep_for(kResultPollInterval);
     }
     return std::nullopt;
+  }
+
+  // The NCCL profiler plugin's side, before the endpoints serve (a passing startup probe then
+  // means the plugin is in place for the trainers): the plugin copied where they load it from,
+  // and the socket its snapshots arrive on. Telemetry never fails the Pod: what fails is logged
+  // once and shows in ringleader_training_profiler_plugin_installed.
+  void StartTelemetry() {
+    if (!config_.telemetry_enabled) {
+      Log("telemetry off: no profiler plugin copied, no profiler socket");
+      return;
+    }
+    training_ = std::make_unique<TrainingCollectives>(*registry_, config_.rank);
+    if (const auto failure = InstallProfilerPlugin(ProfilerPluginSource(), config_.profiler_plugin_dir)) {
+      Log("profiler plugin not installed, so the trainers' own collectives go unmeasured: " + *failure);
+      training_->SetPluginInstalled(false);
+    } else {
+      Log("installed the NCCL profiler plugin in " + config_.profiler_plugin_dir);
+      training_->SetPluginInstalled(true);
+    }
+    try {
+      profiler_ = std::make_unique<ProfilerListener>(
+          ProfilerListenerOptions{.path = config_.profiler_socket}, *training_);
+      Log("taking the profiler plugin's snapshots on " + config_.profiler_socket);
+    } catch (const std::exception& error) {
+      Log(std::string("not taking the profiler plugin's snapshots: ") + error.what());
+    }
+  }
+
+  // Every profiler interval: this Pod's report into rank 0's store, and on rank 0 the ranks'
+  // reports compared into /summary's `training`, on a thread and a store connection of its own.
+  void StartTrainingReports() {
+    if (!training_ || reporter_.joinable()) {
+      return;
+    }
+    reporter_ = std::thread([this] { RunTrainingReports(); });
+  }
+
+  void StopTrainingReports() {
+    {
+      std::lock_guard<std::mutex> lock(reporter_mutex_);
+      reporter_stop_ = true;
+    }
+    reporter_wake_.notify_all();
+    if (reporter_.joinable()) {
+      reporter_.join();
+    }
+  }
+
+  void RunTrainingReports() {
+    std::unique_ptr<rendezvous::StoreClient> store;
+    bool failing = false;  // logs only the changes
+    std::unique_lock<std::mutex> lock(reporter_mutex_);
+    while (!reporter_wake_.wait_for(lock, config_.profiler_interval, [this] { return reporter_stop_; })) {
+      lock.unlock();
+      const std::string error = ReportTraining(store);
+      if (!error.empty()) {
+        store.reset();
+        if (!failing) {
+          Log("cannot report the trainers' collectives to rank 0's store (retrying every interval): " +
+              error);
+        }
+      } else if (failing) {
+        Log("reporting the trainers' collectives to rank 0's store again");
+      }
+      failing = !error.empty();
+      lock.lock();
+    }
+  }
+
+  // One round: "" when done, else what failed.
+  std::string ReportTraining(std::unique_ptr<rendezvous::StoreClient>& store) {
+    if (!store) {
+      rendezvous::ClientOptions options = StoreClientOptions(Clock::now() + kReportTimeout);
+      options.io_timeout = kReportTimeout;
+      auto connected = rendezvous::StoreClient::Connect(options);
+      if (!connected) {
+        return connected.error();
+      }
+      store = std::move(connected).value();
+    }
+    const TrainingReport report = training_->Report();
+    if (!report.cells.empty()) {
+      if (const auto set = store->Set(TrainingReportKey(config_.rank), EncodeTrainingReport(report));
+          !set) {
+        return set.error();
+      }
+    }
+    if (config_.rank != 0) {
+      return "";
+    }
+    std::map<int, std::string> reports;
+    for (int first = 0; first < config_.world_size(); first += kReportBatch) {
+      std::vector<std::string> keys;
+      for (int rank = first; rank < std::min(first + kReportBatch, config_.world_size()); ++rank) {
+        keys.push_back(TrainingReportKey(rank));
+      }
+      const auto values = store->MultiGet(keys);
+      if (!values) {
+        return values.error();
+      }
+      for (std::size_t i = 0; i < values.value().size(); ++i) {
+        if (const std::optional<std::string>& value = values.value()[i]) {
+          reports.emplace(first + static_cast<int>(i), *value);
+        }
+      }
+    }
+    if (std::optional<contract::TrainingSummary> training = CompareTrainingReports(reports)) {
+      std::lock_guard<std::mutex> lock(summary_mutex_);
+      summary_.training = std::move(training);
+    }
+    return "";
   }
 
   void RecordRow(const collectives::ProbeRow& row, ProbeResult judged) {
@@ -785,6 +924,14 @@ class SidecarRun {
   std::optional<collectives::LocalRanks> ranks_;
   std::string master_addr_;
   std::string phase_;  // key prefix of the rendezvous this process joined (kPreflightPhase, ...)
+  // The trainers' collectives (null with telemetry off), the socket that feeds them, and the
+  // thread that reports them to rank 0.
+  std::unique_ptr<TrainingCollectives> training_;
+  std::unique_ptr<ProfilerListener> profiler_;
+  std::mutex reporter_mutex_;
+  std::condition_variable reporter_wake_;
+  bool reporter_stop_ = false;  // guarded by reporter_mutex_
+  std::thread reporter_;
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 // One sidecar's life: endpoints up, rendezvous (rank 0 also serves the store), the resolved
-// contract file, a communicator, then the mode's probes, until done, a failure or a stop.
+// contract file, a communicator, then the mode's probes, until done, a failure or a stop. In
+// "sidecar" and "run" modes it also serves the trainers' NCCL profiler plugin (copied before the
+// endpoints start, snapshots on a Unix socket) and reports their collectives to rank 0.
 #pragma once
 
 #include <atomic>

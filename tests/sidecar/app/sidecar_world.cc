@@ -23,7 +23,7 @@ SidecarWorld::SidecarWorld(const SidecarWorldOptions& options)
   rendezvous_port_ = metrics_ports_.back();
   metrics_ports_.pop_back();
   for (int rank = 0; rank < options.world_size; ++rank) {
-    std::filesystem::create_directories(dir_ / ("rank-" + std::to_string(rank)));
+    std::filesystem::create_directories(plugin_dir(rank));
   }
   WriteFile(dir_ / "token", "job-token-for-tests\n");
 }
@@ -37,6 +37,12 @@ SidecarWorld::~SidecarWorld() {
 
 std::filesystem::path SidecarWorld::run_dir(int rank) const {
   return dir_ / ("rank-" + std::to_string(rank));
+}
+
+std::filesystem::path SidecarWorld::plugin_dir(int rank) const { return run_dir(rank) / "profiler"; }
+
+std::filesystem::path SidecarWorld::profiler_socket(int rank) const {
+  return run_dir(rank) / "profiler.sock";
 }
 
 std::map<std::string, std::string> SidecarWorld::RankEnv(int rank,
@@ -65,6 +71,7 @@ std::map<std::string, std::string> SidecarWorld::RankEnv(int rank,
       {"RINGLEADER_RENDEZVOUS_TIMEOUT_SECONDS", std::to_string(options_.rendezvous_timeout_seconds)},
       {"RINGLEADER_MONITOR_INTERVAL_SECONDS", "1"},
       {"RINGLEADER_MONITOR_MESSAGE_BYTES", "65536"},
+      {"RINGLEADER_PROFILER_PLUGIN_DIR", plugin_dir(rank).string()},
   };
   // Sanitizer settings (suppressions, halt_on_error) reach the sidecars of a sanitizer build.
   for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {

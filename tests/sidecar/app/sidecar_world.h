@@ -36,6 +36,11 @@ class SidecarWorld {
   ChildProcess& pod_preflight(int rank) { return *pod_preflights_.at(rank); }
   std::string PodPreflightLog(int rank) const;
   std::filesystem::path run_dir(int rank) const;
+  // Where `rank`'s sidecar copies the NCCL profiler plugin (RINGLEADER_PROFILER_PLUGIN_DIR, an
+  // existing directory in the run dir), and the socket it takes the plugin's snapshots on (the
+  // default, run_dir/profiler.sock).
+  std::filesystem::path plugin_dir(int rank) const;
+  std::filesystem::path profiler_socket(int rank) const;
 
   ChildProcess& process(int rank) { return *processes_.at(rank); }
   std::string Log(int rank) const;
