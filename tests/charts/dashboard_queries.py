@@ -14,6 +14,10 @@ REQUIRED_PANELS = [
     "All-reduce bus bandwidth per rank", "Bus bandwidth by message size", "Slowest rank per job",
     "Slowest edges", "Probe duration", "Rendezvous time", "Wrong elements", "Reconciles by result",
     "Work queue depth", "Ports used vs capacity",
+    # The trainers' own collectives (the NCCL profiler plugin, issue 18).
+    "Training all-reduce bus bandwidth by rank",
+    "Training collectives: bus bandwidth by collective and size",
+    "Training collective calls per second", "GPU time in collectives", "Profiler drops",
 ]
 REQUIRED_VARIABLES = ["datasource", "namespace", "job"]
 # Grafana's built-in and dashboard variables, as values that keep the PromQL valid.
