@@ -257,6 +257,12 @@ const std::vector<Setting>& Settings() {
          c.resync_period = Seconds(text, where);
        },
        [](const OperatorConfig& c) { return std::to_string(c.resync_period.count()); }},
+      {"summary-interval", "summaryInterval", kSecondsHelp,
+       "how often a running job's rank-0 /summary is read into status.communication", Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.summary_interval = Seconds(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.summary_interval.count()); }},
       {"log-format", "logFormat", "json|text", "JSON lines or plain text on stderr", Kind::kString,
        [](const std::string& text, const std::string& where, OperatorConfig& c) {
          if (text != "json" && text != "text") {

@@ -40,6 +40,8 @@ struct OperatorConfig {
   double kube_api_qps = 20;
   int kube_api_burst = 30;
   std::chrono::seconds resync_period{300};
+  // How often rank 0's /summary of a running job is read into status.communication.
+  std::chrono::seconds summary_interval{60};
   bool json_logs = true;  // JSON lines on stderr; false: plain text
   // /healthz fails past these (0 turns a check off); see LivenessOptions.
   std::chrono::seconds liveness_reconcile_timeout{600};
@@ -53,7 +55,8 @@ struct OperatorConfig {
 //   --leader-elect true|false  --leader-election-namespace NS  --leader-election-id NAME
 //   --identity NAME  --lease-duration SECONDS  --renew-deadline SECONDS  --retry-period SECONDS
 //   --metrics-bind-address ADDR  --health-probe-bind-address ADDR  --workers N
-//   --kube-api-qps Q  --kube-api-burst N  --resync-period SECONDS  --log-format json|text
+//   --kube-api-qps Q  --kube-api-burst N  --resync-period SECONDS  --summary-interval SECONDS
+//   --log-format json|text
 //   --liveness-reconcile-timeout SECONDS  --liveness-informer-timeout SECONDS
 //   --liveness-queue-timeout SECONDS  (0 turns that liveness check off)
 // The YAML file uses the flag names in camelCase (portRange, sidecarImage, namespaces: [a, b],

@@ -63,7 +63,11 @@ std::string JobYaml(const JobSpec& job) {
       "  template:\n    spec:\n      containers:\n        - name: trainer\n"
       "          image: ringleader/example-trainer:0.1.0\n"
       "          args: [\"--steps\", \"" +
-      std::to_string(job.steps) + "\", \"--step-delay-ms\", \"" + std::to_string(job.step_delay_ms) + "\"]\n";
+      std::to_string(job.steps) + "\", \"--step-delay-ms\", \"" + std::to_string(job.step_delay_ms) + "\"";
+  for (const std::string& arg : job.trainer_args) {
+    yaml += ", \"" + arg + "\"";
+  }
+  yaml += "]\n";
   return yaml;
 }
 
@@ -121,7 +125,9 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, O
   StartOperator({"run", "--kubeconfig", cluster_->kubeconfig_path(), "--metrics-bind-address",
                  "127.0.0.1:" + std::to_string(operator_metrics_port_),
                  "--health-probe-bind-address", "127.0.0.1:" + std::to_string(ports[1]),
-                 "--port-range", "61000-61999"});
+                 "--port-range", "61000-61999",
+                 // Jobs here run for seconds, not the minutes the 60 s default is made for.
+                 "--summary-interval", "3"});
 }
 
 void EndToEnd::StartOperator(const std::vector<std::string>& args) {

@@ -28,6 +28,7 @@ struct JobSpec {
   bool host_network = false;
   int ttl_seconds_after_finished = -1;  // spec.runPolicy.ttlSecondsAfterFinished; -1 leaves it out
   int gpus_per_replica = 0;             // spec.gpusPerReplica; 0 leaves it out (the backend stays gloo)
+  std::vector<std::string> trainer_args = {};  // after --steps and --step-delay-ms
 };
 std::string JobYaml(const JobSpec& job);
 

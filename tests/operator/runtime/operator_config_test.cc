@@ -61,7 +61,7 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
       "ops", "--leader-election-id", "rl-lock", "--identity", "replica-1", "--lease-duration", "30",
       "--renew-deadline", "20", "--retry-period", "5", "--metrics-bind-address", "127.0.0.1:9090",
       "--health-probe-bind-address", ":9091", "--workers", "8", "--kube-api-qps", "12.5",
-      "--kube-api-burst", "40", "--resync-period", "600", "--log-format", "text",
+      "--kube-api-burst", "40", "--resync-period", "600", "--summary-interval", "15", "--log-format", "text",
       "--liveness-reconcile-timeout", "900", "--liveness-informer-timeout", "0",
       "--liveness-queue-timeout", "30"});
   EXPECT_EQ(config.kubeconfig, "/home/me/.kube/config");
@@ -84,6 +84,7 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
   EXPECT_DOUBLE_EQ(config.kube_api_qps, 12.5);
   EXPECT_EQ(config.kube_api_burst, 40);
   EXPECT_EQ(config.resync_period, std::chrono::seconds(600));
+  EXPECT_EQ(config.summary_interval, std::chrono::seconds(15));
   EXPECT_FALSE(config.json_logs);
   EXPECT_EQ(config.liveness_reconcile_timeout, std::chrono::seconds(900));
   EXPECT_EQ(config.liveness_informer_timeout, std::chrono::seconds(0));
@@ -286,7 +287,7 @@ TEST(OperatorConfigTest, UsageListsEveryFlagWithItsDefault) {
         "--sidecar-image", "--cluster-domain", "--leader-elect", "--leader-election-namespace",
         "--leader-election-id", "--identity", "--lease-duration", "--renew-deadline",
         "--retry-period", "--metrics-bind-address", "--health-probe-bind-address", "--workers",
-        "--kube-api-qps", "--kube-api-burst", "--resync-period", "--log-format",
+        "--kube-api-qps", "--kube-api-burst", "--resync-period", "--summary-interval", "--log-format",
         "--liveness-reconcile-timeout", "--liveness-informer-timeout", "--liveness-queue-timeout"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
