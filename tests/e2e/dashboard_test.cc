@@ -60,8 +60,7 @@ TEST(DashboardTest, EveryPanelsQueryReturnsDataFromAnEndToEndRun) {
   // labels), and the operator as its ServiceMonitor does.
   PrometheusServer prometheus(
       bed.dir() / "prometheus",
-      "  - job_name: ringleader-sidecars\n    honor_labels: true\n    file_sd_configs:\n      - files: ['" +
-          targets.string() + "']\n        refresh_interval: 1s\n" +
+      SidecarScrapeConfig(targets) +
           "  - job_name: ringleader-operator\n    static_configs:\n      - targets: ['127.0.0.1:" +
           std::to_string(bed.operator_metrics_port()) + "']\n");
   // 20 s of training: the sidecars' monitor (every 5 s) measures the edges meanwhile.

@@ -71,6 +71,11 @@ std::string JobYaml(const JobSpec& job) {
   return yaml;
 }
 
+std::string SidecarScrapeConfig(const std::filesystem::path& targets) {
+  return "  - job_name: ringleader-sidecars\n    honor_labels: true\n    file_sd_configs:\n      - files: ['" +
+         targets.string() + "']\n        refresh_interval: 1s\n";
+}
+
 std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env) {
   std::vector<int> found;
   std::error_code ignored;

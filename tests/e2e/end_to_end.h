@@ -32,6 +32,11 @@ struct JobSpec {
 };
 std::string JobYaml(const JobSpec& job);
 
+// Prometheus scrape_configs entries for a job's sidecars as the chart's PodMonitor finds them
+// (honorLabels; namespace and pod target labels from the file_sd `targets` file, which
+// EndToEnd::WritePodMonitorTargets writes), indented for PrometheusServer's config.
+std::string SidecarScrapeConfig(const std::filesystem::path& targets);
+
 // A program in .deps/bin (run from the repository root) or on PATH; empty when there is none.
 std::filesystem::path FindProgram(const std::string& name);
 

@@ -114,10 +114,7 @@ TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains
   }
   const std::filesystem::path targets = bed_->dir() / "targets.json";
   std::ofstream(targets) << "[]";
-  PrometheusServer prometheus(bed_->dir() / "prometheus",
-                              "  - job_name: ringleader-sidecars\n    honor_labels: true\n    file_sd_configs:\n"
-                              "      - files: ['" +
-                                  targets.string() + "']\n        refresh_interval: 1s\n");
+  PrometheusServer prometheus(bed_->dir() / "prometheus", SidecarScrapeConfig(targets));
   {
     const CommandOutput applied =
         bed_->Apply("watched", JobYaml({.name = "watched", .replicas = 4, .steps = 100, .step_delay_ms = 100}));

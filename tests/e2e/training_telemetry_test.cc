@@ -50,10 +50,7 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   EndToEnd bed;
   const std::filesystem::path targets = bed.dir() / "targets.json";
   std::ofstream(targets) << "[]";
-  PrometheusServer prometheus(
-      bed.dir() / "prometheus",
-      "  - job_name: ringleader-sidecars\n    honor_labels: true\n    file_sd_configs:\n      - files: ['" +
-          targets.string() + "']\n        refresh_interval: 1s\n");
+  PrometheusServer prometheus(bed.dir() / "prometheus", SidecarScrapeConfig(targets));
 
   // 40 s of training; the stand-in reports rank 2's all-reduces as 4 times slower than they were.
   const CommandOutput applied = bed.Apply(
