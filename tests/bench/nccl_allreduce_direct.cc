@@ -5,7 +5,7 @@
 // GPU and talk over NET/Socket, which is how tests/gpu/device_check.sh runs it on one GPU.
 //   nccl_allreduce_direct [--ranks 2] [--min 1048576] [--max 268435456] [--factor 4]
 //                         [--warmup 5] [--iters 20] [--host-ids 1]
-// Rank 0 prints "bytes busbw_GBps" per size.
+// Rank 0 prints "bytes busbw_GBps algbw_GBps" per size (busbw is 0 for one rank).
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <sys/wait.h>
@@ -137,7 +137,7 @@ void RunRank(const Args& args, int rank, const std::filesystem::path& dir) {
       const std::size_t reported = collectives::ReportedBytes(collectives::Collective::kAllReduce, count, args.ranks);
       const collectives::Bandwidth bandwidth =
           collectives::ComputeBandwidth(collectives::Collective::kAllReduce, reported, seconds, args.ranks);
-      std::printf("%zu %.3f\n", reported, bandwidth.busbw_gbps);
+      std::printf("%zu %.3f %.3f\n", reported, bandwidth.busbw_gbps, bandwidth.algbw_gbps);
       std::fflush(stdout);
     }
   }

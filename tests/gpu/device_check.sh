@@ -5,8 +5,9 @@
 # must say so and exit non-zero rather than hang). Then an operator-made Pod's split (issue 17):
 # two preflight containers on GPU 0, each its own host to NCCL (NCCL_HOSTID), must pass with no
 # wrong element, name NET/Socket as the transport, and measure all_reduce busbw within 5% of a
-# direct NCCL loop (tests/bench/nccl_allreduce_direct) run in this script. Logs go to $OUT (or
-# /tmp/device-check).
+# direct NCCL loop (tests/bench/nccl_allreduce_direct) run in this script. Last, the NCCL
+# profiler plugin (issue 18) inside that direct loop: the bandwidth the sidecar exports from its
+# snapshots must be within 5% of the loop's own timing. Logs go to $OUT (or /tmp/device-check).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-/tmp/device-check}
@@ -129,4 +130,61 @@ if ! awk -v p="$pre" -v d="$dir_bw" 'BEGIN {exit !(d > 0 && p / d >= 0.95 && p /
   echo "FAIL: the preflight's busbw is not within 5% of the direct loop's"
   status=1
 fi
+
+# Issue 18: a real NCCL program with the profiler plugin loaded through NCCL_PROFILER_PLUGIN, as a
+# trainer would have it. A sidecar (run mode, Gloo, a world of one, no preflight, no monitor)
+# copies the plugin from beside its executable and takes its snapshots; nccl_allreduce_direct runs
+# one size long enough (about 3 s, from a first short run's timing) that the plugin's last
+# intervals are steady, with 1 rank and then 2 ranks on GPU 0 as two hosts. The bandwidth the
+# sidecar exports for that size must be within 5% of the program's own timing of the same calls:
+# algbw for 1 rank (busbw is 0 there), busbw for 2.
+size=268435456
+for ranks in 1 2; do
+  echo "== profiler plugin: nccl_allreduce_direct, $ranks rank(s) on GPU 0, $size bytes"
+  dir=$(mktemp -d)
+  echo gpu-check-token >"$dir/token"
+  port=$((29900 + ranks * 10))
+  metrics=$((port + 100))
+  bash -c "$(declare -f sidecar); here=$here; sidecar 0 1 $port run $dir RINGLEADER_BACKEND=gloo \
+    RINGLEADER_GPUS_PER_REPLICA=0 RINGLEADER_PREFLIGHT_ENABLED=false RINGLEADER_MONITOR_ENABLED=false \
+    RINGLEADER_PROFILER_SOCKET=$dir/profiler.sock RINGLEADER_PROFILER_PLUGIN_DIR=$dir/plugin \
+    RINGLEADER_PROFILER_INTERVAL_MS=200" &
+  sidecar_pid=$!
+  for _ in $(seq 1 100); do
+    [[ -S $dir/profiler.sock && -f $dir/plugin/libnccl-profiler-ringleader.so ]] && break
+    sleep 0.1
+  done
+  plugin_env=(NCCL_PROFILER_PLUGIN="$dir/plugin/libnccl-profiler-ringleader.so"
+    RINGLEADER_PROFILER_SOCKET="$dir/profiler.sock" RINGLEADER_PROFILER_INTERVAL_MS=200
+    CUDA_VISIBLE_DEVICES=0)
+  probe=$(env "${plugin_env[@]}" timeout 240 "$here/bin/nccl_allreduce_direct" --ranks "$ranks" \
+    --min $size --max $size --warmup 5 --iters 20 2>>"$out/profiler-direct.err" | tail -n 1)
+  iters=$(awk -v s=$size '{t = s / ($3 * 1e9); n = int(3 / t) + 1; print (n < 20 ? 20 : n)}' <<<"$probe")
+  line=$(env "${plugin_env[@]}" timeout 240 "$here/bin/nccl_allreduce_direct" --ranks "$ranks" \
+    --min $size --max $size --warmup 5 --iters "$iters" 2>>"$out/profiler-direct.err" | tail -n 1)
+  sleep 1  # the plugin's finalize sends its last snapshot; the sidecar takes it at once
+  curl -s "http://127.0.0.1:$metrics/metrics" >"$out/profiler-metrics-$ranks.txt"
+  kill "$sidecar_pid" 2>/dev/null; wait "$sidecar_pid" 2>/dev/null
+  cp "$dir/rank-0/log" "$out/profiler-sidecar-$ranks.log"
+  metric=ringleader_training_collective_bus_bandwidth_bytes_per_second
+  column=2
+  if [[ $ranks -eq 1 ]]; then
+    metric=ringleader_training_collective_algorithm_bandwidth_bytes_per_second
+    column=3
+  fi
+  program=$(awk -v c=$column '{print $c}' <<<"$line")
+  exported=$(awk -v m="$metric" '$1 ~ "^" m "[{]" && $1 ~ /collective="all_reduce"/ && $1 ~ /size="256MiB"/ \
+    {print $2 / 1e9}' "$out/profiler-metrics-$ranks.txt" | head -n 1)
+  calls=$(awk '$1 ~ /^ringleader_training_collective_calls_total[{]/ && $1 ~ /collective="all_reduce"/ && \
+    $1 ~ /size="256MiB"/ {print $2}' "$out/profiler-metrics-$ranks.txt" | head -n 1)
+  echo "$ranks rank(s), $iters timed calls: program $program GB/s, sidecar $exported GB/s, calls counted $calls" |
+    tee -a "$out/profiler-vs-program.txt"
+  # Every rank's warm-up and timed calls at this size, from both runs.
+  want=$(((5 + 20 + 5 + iters) * ranks))
+  [[ ${calls:-0} == "$want" ]] || { echo "FAIL: the sidecar counted ${calls:-none} calls, want $want"; status=1; }
+  if ! awk -v p="${program:-0}" -v e="${exported:-0}" 'BEGIN {exit !(p > 0 && e / p >= 0.95 && e / p <= 1.05)}'; then
+    echo "FAIL: the sidecar's exported bandwidth is not within 5% of the program's own timing"
+    status=1
+  fi
+done
 exit $status

@@ -2,7 +2,8 @@
 # Packs the NCCL checks for a GPU machine that lacks this project's libraries: the GPU test
 # binaries and the sidecar from a build made here, the shared libraries they need beyond the
 # C/C++ runtime (libnccl and the CUDA driver excepted: the GPU machine has its own), and
-# device_check.sh. Usage: tests/gpu/pack_for_device.sh BUILD_DIR [OUT_DIR, default .devcarry]
+# device_check.sh, and the NCCL profiler plugin beside the sidecar (where the sidecar copies it
+# from). Usage: tests/gpu/pack_for_device.sh BUILD_DIR [OUT_DIR, default .devcarry]
 set -euo pipefail
 build=${1:?usage: pack_for_device.sh BUILD_DIR [OUT_DIR]}
 out=${2:-.devcarry}
@@ -24,5 +25,8 @@ done
 ldd "${binaries[@]}" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
   grep -Ev '/(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libz|libnccl)\.so' |
   while read -r lib; do cp -L "$lib" "$out/lib/"; done
+plugin="$build/sidecar/app/libnccl-profiler-ringleader.so"
+[[ -f $plugin ]] || { echo "missing $plugin: build ringleader-sidecar" >&2; exit 1; }
+cp "$plugin" "$out/bin/"
 cp "$here/device_check.sh" "$out/"
 du -sh "$out"
