@@ -175,6 +175,18 @@ Backend ParseBackend(const Reader& reader) {
   return Backend::kAuto;
 }
 
+SuccessPolicy ParseSuccessPolicy(const Reader& policy) {
+  std::string name = "AllRanks";
+  policy.String("successPolicy", &name);
+  if (name == "RankZero") {
+    return SuccessPolicy::kRankZero;
+  }
+  if (name != "AllRanks") {
+    policy.Fail("successPolicy", "must be one of AllRanks, RankZero, got \"" + name + "\"");
+  }
+  return SuccessPolicy::kAllRanks;
+}
+
 FailureAction ParseAction(const Reader& rule) {
   std::string name;
   rule.String("action", &name);
@@ -313,6 +325,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   policy.OptionalInt("activeDeadlineSeconds", &out.run_policy.active_deadline_seconds);
   policy.OptionalInt("ttlSecondsAfterFinished", &out.run_policy.ttl_seconds_after_finished);
   policy.Bool("suspend", &out.run_policy.suspend);
+  out.run_policy.success_policy = ParseSuccessPolicy(policy);
   out.run_policy.failure_policy = ParseFailurePolicy(policy.Object("failurePolicy"));
   return out;
 }
@@ -483,6 +496,10 @@ std::string_view FailureActionName(FailureAction action) {
     case FailureAction::kIgnore: return "Ignore";
   }
   return "RestartJob";
+}
+
+std::string_view SuccessPolicyName(SuccessPolicy policy) {
+  return policy == SuccessPolicy::kRankZero ? "RankZero" : "AllRanks";
 }
 
 std::string_view ExitCodeOperatorName(ExitCodeOperator op) {
@@ -733,6 +750,7 @@ json TrainingJob::ToJson() const {
   SetOptional(policy, "activeDeadlineSeconds", spec.run_policy.active_deadline_seconds);
   SetOptional(policy, "ttlSecondsAfterFinished", spec.run_policy.ttl_seconds_after_finished);
   policy["suspend"] = spec.run_policy.suspend;
+  policy["successPolicy"] = SuccessPolicyName(spec.run_policy.success_policy);
   json& failure = ObjectAt(policy, "failurePolicy");
   const FailurePolicy& fp = spec.run_policy.failure_policy;
   if (!fp.rules.empty() || (failure.contains("rules") && failure["rules"].is_array())) {

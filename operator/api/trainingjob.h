@@ -103,11 +103,19 @@ struct FailurePolicy {
   bool operator==(const FailurePolicy&) const = default;
 };
 
+// spec.runPolicy.successPolicy: whose success is the job's. Named after Kubeflow's
+// successPolicy (all workers, or the chief alone) and JobSet's (All, or Any of chosen jobs).
+enum class SuccessPolicy {
+  kAllRanks,  // every rank's Pod succeeds
+  kRankZero,  // rank 0's trainers exit 0; the other ranks' Pods still running are stopped
+};
+
 struct RunPolicy {
   std::int64_t backoff_limit = 3;
   std::optional<std::int64_t> active_deadline_seconds;
   std::optional<std::int64_t> ttl_seconds_after_finished;
   bool suspend = false;
+  SuccessPolicy success_policy = SuccessPolicy::kAllRanks;
   FailurePolicy failure_policy;
 };
 
@@ -248,6 +256,7 @@ TrainingJobStatus StatusFromJson(const nlohmann::json& status, FieldErrors* erro
 
 std::string_view BackendName(Backend backend);
 std::string_view FailureActionName(FailureAction action);
+std::string_view SuccessPolicyName(SuccessPolicy policy);
 std::string_view ExitCodeOperatorName(ExitCodeOperator op);
 
 // RFC 3339 with second precision, as the Kubernetes API writes timestamps.

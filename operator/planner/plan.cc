@@ -486,9 +486,14 @@ class Planner {
 
   void FinishedJob() {
     bool pods_hold_ports = false;
+    // A succeeded job's Pod whose trainers are done (rank 0's under RankZero) is left to finish
+    // by itself, its logs kept: only its sidecar is left, and the kubelet stops that.
+    const bool succeeded = next_.IsTrue(kSucceeded);
     for (const PodView& pod : pods_) {
       if (!pod.Finished()) {
-        DeletePod(pod);
+        if (!(succeeded && pod.trainers_done && pod.attempt == next_.restarts)) {
+          DeletePod(pod);
+        }
         pods_hold_ports = true;
       }
     }
@@ -596,6 +601,12 @@ class Planner {
       }
     }
     RememberDisruption();
+    // Rank 0's success is checked before any failure: under RankZero the other ranks fail for
+    // want of their peers once rank 0 is done, and that says nothing about the job.
+    if (RankZeroSucceeded()) {
+      CountReplicas();
+      return;
+    }
     std::vector<const PodView*> failed;
     for (const PodView* pod : Current()) {
       if (HasFailed(*pod)) {
@@ -839,6 +850,60 @@ class Planner {
     return true;
   }
 
+  // spec.runPolicy.successPolicy RankZero: once rank 0's trainers of this attempt have all exited
+  // 0, the job has succeeded; the other ranks' Pods still running are stopped.
+  bool RankZeroSucceeded() {
+    if (job_.spec.run_policy.success_policy != api::SuccessPolicy::kRankZero) {
+      return false;
+    }
+    const std::vector<const PodView*> current = Current();
+    const auto rank_zero = std::find_if(current.begin(), current.end(), [](const PodView* pod) {
+      return pod->rank == 0 && pod->trainers_done;
+    });
+    if (rank_zero == current.end()) {
+      return false;
+    }
+    MarkPreflightPassed(current);
+    std::int64_t stopped = 0;
+    for (const PodView* pod : current) {
+      if (pod->rank != 0 && !pod->Finished() && !pod->trainers_done && !pod->deleting) {
+        DeletePod(*pod);
+        ++stopped;
+      }
+    }
+    const std::string message = "rank 0's trainers succeeded (pod " + (*rank_zero)->name + ", attempt " +
+                                std::to_string(next_.restarts) + "); spec.runPolicy.successPolicy is RankZero";
+    SetCondition(next_, kRunning, false, "RankZeroSucceeded", "rank 0 finished", now_,
+                 job_.metadata.generation);
+    if (next_.IsTrue(kRestarting)) {
+      SetCondition(next_, kRestarting, false, "RankZeroSucceeded", "rank 0 finished", now_,
+                   job_.metadata.generation);
+    }
+    next_.next_restart_time.reset();
+    if (SetCondition(next_, kSucceeded, true, "RankZeroSucceeded", message, now_, job_.metadata.generation)) {
+      const std::int64_t others = job_.spec.replicas - 1;
+      Event("Normal", "RankZeroSucceeded",
+            others == 0 ? message
+                        : message + "; stopping " + std::to_string(stopped) + " of the other " +
+                              std::to_string(others) + (others == 1 ? " pod" : " pods") + ", still running");
+    }
+    next_.completion_time = now_;
+    return true;
+  }
+
+  // With the preflight disabled the preflight container proves only the rendezvous, so no
+  // PreflightPassed is claimed.
+  void MarkPreflightPassed(const std::vector<const PodView*>& current) {
+    if (job_.spec.communication.preflight.enabled &&
+        current.size() == static_cast<std::size_t>(job_.spec.replicas) &&
+        std::all_of(current.begin(), current.end(), [](const PodView* pod) {
+          return pod->preflight_passed || pod->phase == "Succeeded";
+        }) &&
+        !next_.IsTrue(kPreflightPassed)) {
+      Condition(kPreflightPassed, true, "PreflightPassed", "every rank's preflight passed", "Normal");
+    }
+  }
+
   void UpdateProgress() {
     const std::vector<const PodView*> current = Current();
     const auto replicas = static_cast<std::size_t>(job_.spec.replicas);
@@ -846,14 +911,7 @@ class Planner {
     const auto all = [&current](auto predicate) {
       return std::all_of(current.begin(), current.end(), predicate);
     };
-    // With the preflight disabled the preflight container proves only the rendezvous, so no
-    // PreflightPassed is claimed.
-    if (job_.spec.communication.preflight.enabled && complete_gang &&
-        all([](const PodView* pod) { return pod->preflight_passed || pod->phase == "Succeeded"; })) {
-      if (!next_.IsTrue(kPreflightPassed)) {
-        Condition(kPreflightPassed, true, "PreflightPassed", "every rank's preflight passed", "Normal");
-      }
-    }
+    MarkPreflightPassed(current);
     if (complete_gang && all([](const PodView* pod) { return pod->phase == "Succeeded"; })) {
       SetCondition(next_, kRunning, false, "AllPodsSucceeded", "every pod finished", now_,
                    job_.metadata.generation);

@@ -84,6 +84,7 @@ void ExpectSameSpec(const TrainingJobSpec& actual, const TrainingJobSpec& expect
   EXPECT_EQ(actual.run_policy.ttl_seconds_after_finished,
             expected.run_policy.ttl_seconds_after_finished);
   EXPECT_EQ(actual.run_policy.suspend, expected.run_policy.suspend);
+  EXPECT_EQ(actual.run_policy.success_policy, expected.run_policy.success_policy);
   EXPECT_EQ(actual.run_policy.failure_policy, expected.run_policy.failure_policy);
 }
 
@@ -126,6 +127,7 @@ TEST(TrainingJobFromJsonTest, StructDefaultsMatchTheCrdSchemaDefaults) {
   ASSERT_TRUE(comm["monitor"].contains("messageBytes")) << defaulted.dump(2);
   ASSERT_TRUE(comm["telemetry"].contains("enabled")) << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"].contains("backoffLimit")) << defaulted.dump(2);
+  ASSERT_EQ(defaulted["spec"]["runPolicy"]["successPolicy"], "AllRanks") << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"].contains("initialSeconds"))
       << defaulted.dump(2);
   // hostNetwork has no schema default: unset, the operator's --default-host-network decides.
@@ -177,6 +179,7 @@ spec:
     activeDeadlineSeconds: 86400
     ttlSecondsAfterFinished: 3600
     suspend: true
+    successPolicy: RankZero
     failurePolicy:
       rules:
         - {action: FailJob, onExitCodes: {containerName: trainer, operator: In, values: [3, 42]}}
@@ -209,7 +212,8 @@ spec:
   expected.run_policy = {.backoff_limit = 5,
                          .active_deadline_seconds = 86400,
                          .ttl_seconds_after_finished = 3600,
-                         .suspend = true};
+                         .suspend = true,
+                         .success_policy = SuccessPolicy::kRankZero};
   expected.run_policy.failure_policy.rules = {
       {.action = FailureAction::kFailJob,
        .on_exit_codes = ExitCodeRequirement{.container_name = "trainer",
@@ -386,7 +390,7 @@ spec:
     monitor: {enabled: true, intervalSeconds: 60, messageBytes: 16Mi}
     telemetry: {enabled: true}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60,
-              suspend: false,
+              suspend: false, successPolicy: RankZero,
               failurePolicy: {rules: [{action: FailJob, onExitCodes: {containerName: trainer,
                                                                        operator: In, values: [3]}},
                                       {action: Ignore, onPodConditions: [{type: DisruptionTarget,
@@ -449,6 +453,16 @@ TEST(TrainingJobRoundTripTest, AbsentOptionalFieldsStayAbsent) {
   EXPECT_FALSE(written["spec"]["runPolicy"].contains("ttlSecondsAfterFinished"));
   EXPECT_FALSE(written["spec"]["runPolicy"]["failurePolicy"].contains("rules"));
   EXPECT_FALSE(written.contains("status"));
+}
+
+TEST(TrainingJobRoundTripTest, SuccessPolicyDefaultsToAllRanksAndIsWrittenOut) {
+  const TrainingJob job = Parse(MinimalJob());
+  EXPECT_EQ(job.spec.run_policy.success_policy, SuccessPolicy::kAllRanks);
+  EXPECT_EQ(job.ToJson()["spec"]["runPolicy"]["successPolicy"], "AllRanks");
+  json rank_zero = MinimalJob();
+  rank_zero["spec"]["runPolicy"] = {{"successPolicy", "RankZero"}};
+  EXPECT_EQ(Parse(rank_zero).spec.run_policy.success_policy, SuccessPolicy::kRankZero);
+  EXPECT_EQ(Parse(rank_zero).ToJson()["spec"]["runPolicy"]["successPolicy"], "RankZero");
 }
 
 TEST(TrainingJobRoundTripTest, FailurePolicyDefaultsAreWrittenOut) {
@@ -699,6 +713,10 @@ INSTANTIATE_TEST_SUITE_P(
                       R"(spec.runPolicy.activeDeadlineSeconds: must be an integer, got "1h")"},
         TypeErrorCase{"SuspendNumber", "/spec/runPolicy", json{{"suspend", 1}},
                       "spec.runPolicy.suspend: must be true or false, got 1"},
+        TypeErrorCase{"SuccessPolicyUnknown", "/spec/runPolicy", json{{"successPolicy", "AnyRank"}},
+                      R"(spec.runPolicy.successPolicy: must be one of AllRanks, RankZero, got "AnyRank")"},
+        TypeErrorCase{"SuccessPolicyBool", "/spec/runPolicy", json{{"successPolicy", true}},
+                      "spec.runPolicy.successPolicy: must be a string, got true"},
         TypeErrorCase{"FailurePolicyList", "/spec/runPolicy", json{{"failurePolicy", json::array()}},
                       "spec.runPolicy.failurePolicy: must be an object, got []"},
         TypeErrorCase{"RulesObject", "/spec/runPolicy", json{{"failurePolicy", {{"rules", {{"action", "Ignore"}}}}}},
