@@ -169,6 +169,12 @@ class Trainer {
     }
     std::printf("\n");
     std::fflush(stdout);
+    if (const std::chrono::seconds linger = config_.LingerAfterTraining(); linger.count() > 0) {
+      std::printf("training done; lingering %lld s (--linger-after-training-seconds)\n",
+                  static_cast<long long>(linger.count()));
+      std::fflush(stdout);
+      std::this_thread::sleep_for(linger);
+    }
     return 0;
   }
 

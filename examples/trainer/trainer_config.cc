@@ -104,6 +104,10 @@ bool TrainerConfig::ExitsAtStep(int step) const {
          (!injected_exit->attempt.has_value() || injected_exit->attempt == attempt);
 }
 
+std::chrono::seconds TrainerConfig::LingerAfterTraining() const {
+  return rank == 0 ? std::chrono::seconds(0) : linger_after_training;
+}
+
 double TrainerConfig::ReportedTimeFactor() const {
   return stand_in_slowdown.has_value() && stand_in_slowdown->rank == rank
              ? stand_in_slowdown->factor
@@ -134,6 +138,8 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
       config.timeout = std::chrono::seconds(ParseInteger<int>(flag, value, 1, 86'400));
     } else if (flag == "--step-delay-ms") {
       config.step_delay = std::chrono::milliseconds(ParseInteger<int>(flag, value, 0, 3'600'000));
+    } else if (flag == "--linger-after-training-seconds") {
+      config.linger_after_training = std::chrono::seconds(ParseInteger<int>(flag, value, 0, 86'400));
     } else if (flag == "--attempt") {
       config.attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
     } else if (flag == "--exit-code-at-step") {

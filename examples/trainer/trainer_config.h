@@ -54,6 +54,9 @@ struct TrainerConfig {
   // The attempt this run belongs to (--attempt, e.g. from the Pod's ringleader.dev/attempt label).
   std::optional<int> attempt;
   std::optional<InjectedExit> injected_exit;
+  // A test aid for successPolicy RankZero: ranks other than 0 wait this long after their last
+  // step before exiting 0, as workers that do not know training is over (rank 0 never waits).
+  std::chrono::seconds linger_after_training{0};
 
   // The NCCL profiler plugin the stand-in drives: NCCL_PROFILER_PLUGIN, unless it is unset, empty
   // or "none" (NCCL's word for off), or --profiler-stand-in off.
@@ -65,6 +68,8 @@ struct TrainerConfig {
 
   // Whether this rank exits deliberately when `step` begins.
   bool ExitsAtStep(int step) const;
+  // How long this rank waits after training before it exits: linger_after_training but on rank 0.
+  std::chrono::seconds LingerAfterTraining() const;
   // The factor this rank's reported collective times are multiplied by: 1 but on the slowed rank.
   double ReportedTimeFactor() const;
 };
@@ -82,9 +87,12 @@ inline constexpr std::string_view kTrainerUsage =
     "                                   [--fail-attempt A --attempt N]]\n"
     "                                  [--profiler-stand-in on|off]\n"
     "                                  [--stand-in-slowdown RANK:FACTOR]\n"
+    "                                  [--linger-after-training-seconds S]\n"
     "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://); with\n"
     "NCCL_PROFILER_PLUGIN set, reports each Gloo all-reduce to that NCCL profiler plugin as NCCL\n"
     "would (a stand-in: this trainer has no NCCL). --stand-in-slowdown, a test aid, multiplies\n"
-    "the collective times rank RANK reports by FACTOR (1 to 1000000)\n";
+    "the collective times rank RANK reports by FACTOR (1 to 1000000). With\n"
+    "--linger-after-training-seconds, every rank but rank 0 waits S seconds after training\n"
+    "before it exits 0 (a test aid for successPolicy RankZero)\n";
 
 }  // namespace ringleader::examples

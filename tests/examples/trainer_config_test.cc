@@ -86,6 +86,20 @@ TEST(TrainerConfigTest, ReadsAnInjectedExitNarrowedToARankAndAnAttempt) {
   EXPECT_FALSE(Parse(GoodEnv()).ExitsAtStep(1));
 }
 
+TEST(TrainerConfigTest, LingersAfterTrainingOnEveryRankButRankZero) {
+  EXPECT_EQ(Parse(GoodEnv()).LingerAfterTraining(), std::chrono::seconds(0));
+  const TrainerConfig worker = Parse(GoodEnv(), {"--linger-after-training-seconds", "120"});
+  EXPECT_EQ(worker.LingerAfterTraining(), std::chrono::seconds(120));
+  auto env = GoodEnv();
+  env["RANK"] = "0";
+  EXPECT_EQ(Parse(env, {"--linger-after-training-seconds", "120"}).LingerAfterTraining(),
+            std::chrono::seconds(0));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--linger-after-training-seconds", "-1"}),
+              HasSubstr("--linger-after-training-seconds: \"-1\" is not an integer in [0, 86400]"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--linger-after-training-seconds", "1m"}),
+              HasSubstr("--linger-after-training-seconds: \"1m\""));
+}
+
 TEST(TrainerConfigTest, NamesMalformedInjectedExits) {
   EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "5"}), HasSubstr("is not STEP:CODE"));
   EXPECT_THAT(ErrorOf(GoodEnv(), {"--exit-code-at-step", "5:0"}), HasSubstr("--exit-code-at-step CODE: \"0\""));
