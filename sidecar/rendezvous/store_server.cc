@@ -3,7 +3,6 @@
 #include "sidecar/rendezvous/store_server.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -23,6 +22,7 @@
 #include <boost/asio/write.hpp>
 #include <openssl/crypto.h>
 
+#include "sidecar/rendezvous/accept_loop.h"
 #include "sidecar/rendezvous/auth.h"
 
 namespace ringleader::rendezvous {
@@ -329,11 +329,6 @@ std::optional<Hello> HelloFields(std::string_view payload) {
   return Hello{u32(0), u32(4)};
 }
 
-bool IsResourceExhaustion(const error_code& ec) {
-  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
-         ec == asio::error::no_memory || ec.value() == ENFILE;
-}
-
 }  // namespace
 
 class StoreServer::Core {
@@ -424,27 +419,8 @@ class StoreServer::Core {
   class Connection;
 
   void Accept() {
-    acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
-      if (stopping_ || ec == asio::error::operation_aborted) {
-        return;
-      }
-      if (ec) {
-        if (IsResourceExhaustion(ec)) {
-          // Out of descriptors: pause rather than spin; closing connections will free some.
-          accept_retry_.expires_after(std::chrono::milliseconds(100));
-          accept_retry_.async_wait([this](const error_code& wait_ec) {
-            if (!wait_ec && !stopping_) {
-              Accept();
-            }
-          });
-          return;
-        }
-        Accept();
-        return;
-      }
-      OnAccepted(std::move(socket));
-      Accept();
-    });
+    AcceptUntilStopped(acceptor_, accept_retry_, stopping_,
+                       [this](tcp::socket socket) { OnAccepted(std::move(socket)); });
   }
 
   void OnAccepted(tcp::socket socket);

@@ -23,6 +23,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "sidecar/contract/contract.h"
+#include "sidecar/rendezvous/accept_loop.h"
 
 namespace ringleader::sidecar {
 namespace {
@@ -33,11 +34,6 @@ using boost::system::error_code;
 
 // A snapshot of a few KiB arrives in one or two reads.
 constexpr std::size_t kReadChunk = 16 * 1024;
-
-bool IsResourceExhaustion(const error_code& ec) {
-  return ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space ||
-         ec == asio::error::no_memory || ec.value() == ENFILE;
-}
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -118,27 +114,8 @@ class ProfilerListener::Core {
   class Connection;
 
   void Accept() {
-    acceptor_.async_accept([this](const error_code& ec, local::socket socket) {
-      if (stopping_ || ec == asio::error::operation_aborted) {
-        return;
-      }
-      if (ec) {
-        if (IsResourceExhaustion(ec)) {
-          // Out of descriptors: pause rather than spin; closing connections will free some.
-          accept_retry_.expires_after(std::chrono::milliseconds(100));
-          accept_retry_.async_wait([this](const error_code& wait_ec) {
-            if (!wait_ec && !stopping_) {
-              Accept();
-            }
-          });
-          return;
-        }
-        Accept();
-        return;
-      }
-      OnAccepted(std::move(socket));
-      Accept();
-    });
+    rendezvous::AcceptUntilStopped(acceptor_, accept_retry_, stopping_,
+                                   [this](local::socket socket) { OnAccepted(std::move(socket)); });
   }
 
   void OnAccepted(local::socket socket);

@@ -1,0 +1,57 @@
+// The Boost.Asio accept loop the sidecar's listeners share: the rendezvous store's TCP server and
+// the profiler plugin's Unix socket (sidecar/service/profiler_listener.cc).
+#pragma once
+
+#include <cerrno>
+#include <chrono>
+#include <utility>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+namespace ringleader::rendezvous {
+
+// How long accepting pauses when the process is out of descriptors, buffers or memory.
+inline constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+
+// An accept failed for want of descriptors (EMFILE, ENFILE), buffers or memory: retrying at once
+// would fail again, so it is worth a pause.
+inline bool IsResourceExhaustion(const boost::system::error_code& ec) {
+  namespace error = boost::asio::error;
+  return ec == error::no_descriptors || ec == error::no_buffer_space || ec == error::no_memory ||
+         ec.value() == ENFILE;
+}
+
+// Accepts on `acceptor` until it is closed (operation_aborted) or `stopping` is true, handing each
+// socket to on_accepted(socket). On resource exhaustion it waits kAcceptRetryDelay on `retry` (a
+// timer on the same event loop) rather than spin, since closing connections will free some; any
+// other failed accept is simply re-armed. To stop: on the loop's thread set `stopping`, close the
+// acceptor and cancel `retry`. All three must outlive the loop's pending handlers.
+template <typename Acceptor, typename OnAccepted>
+void AcceptUntilStopped(Acceptor& acceptor, boost::asio::steady_timer& retry, const bool& stopping,
+                        OnAccepted on_accepted) {
+  using Socket = typename Acceptor::protocol_type::socket;
+  acceptor.async_accept([&acceptor, &retry, &stopping, on_accepted = std::move(on_accepted)](
+                            const boost::system::error_code& ec, Socket socket) mutable {
+    if (stopping || ec == boost::asio::error::operation_aborted) {
+      return;
+    }
+    if (ec && IsResourceExhaustion(ec)) {
+      retry.expires_after(kAcceptRetryDelay);
+      retry.async_wait([&acceptor, &retry, &stopping, on_accepted = std::move(on_accepted)](
+                           const boost::system::error_code& wait_ec) mutable {
+        if (!wait_ec && !stopping) {
+          AcceptUntilStopped(acceptor, retry, stopping, std::move(on_accepted));
+        }
+      });
+      return;
+    }
+    if (!ec) {
+      on_accepted(std::move(socket));
+    }
+    AcceptUntilStopped(acceptor, retry, stopping, std::move(on_accepted));
+  });
+}
+
+}  // namespace ringleader::rendezvous
