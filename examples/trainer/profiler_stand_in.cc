@@ -1,12 +1,12 @@
 // The NCCL profiler plugin stand-in (profiler_stand_in.h).
 #include "examples/trainer/profiler_stand_in.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <string>
+#include <utility>
 
 namespace ringleader::examples {
 namespace {
@@ -25,13 +25,6 @@ void LogFromPlugin(int /*level*/, unsigned long /*flags*/, const char* /*file*/,
   std::vsnprintf(line, sizeof(line), format, args);
   va_end(args);
   std::fprintf(stderr, "ringleader-example-trainer: NCCL INFO %s\n", line);
-}
-
-template <typename Profiler>
-bool Complete(const Profiler* profiler) {
-  return profiler != nullptr && profiler->init != nullptr && profiler->startEvent != nullptr &&
-         profiler->stopEvent != nullptr && profiler->recordEventState != nullptr &&
-         profiler->finalize != nullptr;
 }
 
 }  // namespace
@@ -57,28 +50,21 @@ std::uint64_t UnixNowNs() {
 std::unique_ptr<ProfilerStandIn> ProfilerStandIn::Start(const StandInOptions& options,
                                                         const StandInLog& log) {
   const std::string& path = options.plugin_path;
-  void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string error;
+  std::unique_ptr<profiler::PluginLibrary> library = profiler::PluginLibrary::Open(path, &error);
   if (library == nullptr) {
-    const char* why = dlerror();
-    log("profiler stand-in: cannot load NCCL_PROFILER_PLUGIN (" +
-        std::string(why != nullptr ? why : path) + "); training without it");
+    log("profiler stand-in: cannot load NCCL_PROFILER_PLUGIN (" + error +
+        "); training without it");
     return nullptr;
   }
-  const auto* v5 = static_cast<const abi::ProfilerV5*>(dlsym(library, "ncclProfiler_v5"));
-  const auto* v4 = static_cast<const abi::ProfilerV4*>(dlsym(library, "ncclProfiler_v4"));
-  if (!Complete(v5)) {
-    v5 = nullptr;
-  }
-  if (v5 != nullptr || !Complete(v4)) {
-    v4 = nullptr;
-  }
-  if (v5 == nullptr && v4 == nullptr) {
+  if (library->newest_version() == 0) {
     log("profiler stand-in: " + path +
         " has neither ncclProfiler_v5 nor ncclProfiler_v4; training without it");
-    dlclose(library);
     return nullptr;
   }
-  std::unique_ptr<ProfilerStandIn> stand_in(new ProfilerStandIn(library, v5, v4, options));
+  std::unique_ptr<ProfilerStandIn> stand_in(new ProfilerStandIn(std::move(library), options));
+  const abi::ProfilerV5* v5 = stand_in->v5_;
+  const abi::ProfilerV4* v4 = stand_in->v4_;
   const std::string symbol = "ncclProfiler_v" + std::to_string(stand_in->version_);
   const abi::Result result =
       v5 != nullptr
@@ -107,12 +93,12 @@ std::unique_ptr<ProfilerStandIn> ProfilerStandIn::Start(const StandInOptions& op
   return stand_in;
 }
 
-ProfilerStandIn::ProfilerStandIn(void* library, const abi::ProfilerV5* v5,
-                                 const abi::ProfilerV4* v4, const StandInOptions& options)
-    : library_(library),
-      v5_(v5),
-      v4_(v4),
-      version_(v5 != nullptr ? 5 : 4),
+ProfilerStandIn::ProfilerStandIn(std::unique_ptr<profiler::PluginLibrary> library,
+                                 const StandInOptions& options)
+    : library_(std::move(library)),
+      v5_(library_->v5()),
+      v4_(v5_ != nullptr ? nullptr : library_->v4()),
+      version_(library_->newest_version()),
       rank_(options.rank),
       time_factor_(options.time_factor) {}
 
@@ -122,7 +108,6 @@ ProfilerStandIn::~ProfilerStandIn() {
   } else if (v4_ != nullptr) {
     v4_->finalize(context_);
   }
-  dlclose(library_);
 }
 
 void ProfilerStandIn::ReportAllReduce(std::size_t count, std::uint64_t start_unix_ns,

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "sidecar/profiler/nccl_profiler_abi.h"
+#include "sidecar/profiler/plugin_loader.h"
 
 namespace ringleader::examples {
 
@@ -45,7 +46,7 @@ std::uint64_t UnixNowNs();
 
 class ProfilerStandIn {
  public:
-  // Loads the plugin (dlopen by path, RTLD_NOW | RTLD_LOCAL), takes ncclProfiler_v5 or else
+  // Loads the plugin as NCCL does (profiler::PluginLibrary), takes ncclProfiler_v5 or else
   // ncclProfiler_v4, and inits the communicator. nullptr, after one line saying why, when the
   // library, both symbols or init fail (NCCL then runs without a profiler too). Logs which
   // version it drives, and the slowdown when there is one.
@@ -69,14 +70,13 @@ class ProfilerStandIn {
   static constexpr int kChannels = 1;
 
  private:
-  ProfilerStandIn(void* library, const profiler::abi::ProfilerV5* v5,
-                  const profiler::abi::ProfilerV4* v4, const StandInOptions& options);
+  ProfilerStandIn(std::unique_ptr<profiler::PluginLibrary> library, const StandInOptions& options);
   // Sends one collective's events through whichever version was found.
   template <typename Descr, typename Profiler>
   void Report(const Profiler& profiler, std::size_t count, std::uint64_t start_ns,
               std::uint64_t stop_ns);
 
-  void* library_;
+  std::unique_ptr<profiler::PluginLibrary> library_;  // destroyed after the finalize
   const profiler::abi::ProfilerV5* v5_;  // the one driven when present
   const profiler::abi::ProfilerV4* v4_;
   int version_;

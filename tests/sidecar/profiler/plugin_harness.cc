@@ -1,7 +1,6 @@
 // The profiler plugin's test harness (plugin_harness.h).
 #include "tests/sidecar/profiler/plugin_harness.h"
 
-#include <dlfcn.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -27,24 +26,16 @@ std::vector<std::string> g_log;
 std::string BuiltPluginPath() { return RINGLEADER_PROFILER_PLUGIN_PATH; }
 
 std::unique_ptr<LoadedPlugin> LoadedPlugin::Load(const std::string& path, std::string* error) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    *error = dlerror();
+  std::unique_ptr<PluginLibrary> library = PluginLibrary::Open(path, error);
+  if (library == nullptr) {
     return nullptr;
   }
-  std::unique_ptr<LoadedPlugin> plugin(new LoadedPlugin(handle));
-  plugin->v4_ = static_cast<const abi::ProfilerV4*>(dlsym(handle, "ncclProfiler_v4"));
-  plugin->v5_ = static_cast<const abi::ProfilerV5*>(dlsym(handle, "ncclProfiler_v5"));
-  if (plugin->v4_ == nullptr || plugin->v5_ == nullptr) {
-    *error = "ncclProfiler_v4 or ncclProfiler_v5 missing from " + path;
+  if (library->v4() == nullptr || library->v5() == nullptr) {
+    *error = "ncclProfiler_v4 or ncclProfiler_v5 missing or incomplete in " + path;
     return nullptr;
   }
-  return plugin;
+  return std::unique_ptr<LoadedPlugin>(new LoadedPlugin(std::move(library)));
 }
-
-LoadedPlugin::~LoadedPlugin() { dlclose(handle_); }
-
-void* LoadedPlugin::Symbol(const char* name) const { return dlsym(handle_, name); }
 
 // ---- SnapshotServer ----
 

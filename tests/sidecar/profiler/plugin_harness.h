@@ -1,6 +1,6 @@
-// Test helpers for the NCCL profiler plugin: load the built library as NCCL does (dlopen by path,
-// dlsym of ncclProfiler_vN), and a Unix socket server standing in for the sidecar that keeps
-// every snapshot it receives.
+// Test helpers for the NCCL profiler plugin: load the built library as NCCL does (PluginLibrary:
+// dlopen by path, dlsym of ncclProfiler_vN), and a Unix socket server standing in for the sidecar
+// that keeps every snapshot it receives.
 #pragma once
 
 #include <chrono>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sidecar/profiler/nccl_profiler_abi.h"
+#include "sidecar/profiler/plugin_loader.h"
 #include "sidecar/profiler/snapshot_protocol.h"
 
 namespace ringleader::profiler::testing {
@@ -23,26 +24,21 @@ namespace ringleader::profiler::testing {
 // The plugin built by this tree (a compile definition set by tests/sidecar/profiler).
 std::string BuiltPluginPath();
 
-// The library loaded with RTLD_NOW | RTLD_LOCAL, as NCCL loads profiler plugins; unloaded when
-// destroyed.
+// The library loaded as NCCL loads profiler plugins (PluginLibrary), with both of the versions
+// this tree's plugin exports; unloaded when destroyed.
 class LoadedPlugin {
  public:
-  // nullptr (and *error says why) when dlopen or a symbol fails.
+  // nullptr (and *error says why) when dlopen fails or either version is missing or incomplete.
   static std::unique_ptr<LoadedPlugin> Load(const std::string& path, std::string* error);
-  ~LoadedPlugin();
-  LoadedPlugin(const LoadedPlugin&) = delete;
-  LoadedPlugin& operator=(const LoadedPlugin&) = delete;
 
-  const abi::ProfilerV4& v4() const { return *v4_; }
-  const abi::ProfilerV5& v5() const { return *v5_; }
+  const abi::ProfilerV4& v4() const { return *library_->v4(); }
+  const abi::ProfilerV5& v5() const { return *library_->v5(); }
   // dlsym of any other name, e.g. to show that older versions are not exported.
-  void* Symbol(const char* name) const;
+  void* Symbol(const char* name) const { return library_->Symbol(name); }
 
  private:
-  explicit LoadedPlugin(void* handle) : handle_(handle) {}
-  void* handle_;
-  const abi::ProfilerV4* v4_ = nullptr;
-  const abi::ProfilerV5* v5_ = nullptr;
+  explicit LoadedPlugin(std::unique_ptr<PluginLibrary> library) : library_(std::move(library)) {}
+  std::unique_ptr<PluginLibrary> library_;
 };
 
 // A communicator's identity in a process's snapshots.
