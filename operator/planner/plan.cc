@@ -451,7 +451,9 @@ class Planner {
     }
   }
   void Event(std::string_view type, std::string_view reason, const std::string& message) {
-    plan_.actions.push_back(RecordEvent{std::string(type), std::string(reason), message});
+    // Built in place: moving a temporary variant trips GCC 12's -Wmaybe-uninitialized.
+    plan_.actions.emplace_back(std::in_place_type<RecordEvent>,
+                               RecordEvent{std::string(type), std::string(reason), message});
   }
   void Requeue(seconds after) {
     after = std::max(after, seconds(1));
