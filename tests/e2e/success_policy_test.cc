@@ -25,7 +25,11 @@ std::string State(const json& job) { return job.value("status", json::object()).
 bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
 
 const json* Condition(const json& job, const std::string& type) {
-  for (const json& condition : job["status"].value("conditions", json::array())) {
+  const auto status = job.find("status");
+  if (status == job.end() || !status->contains("conditions")) {
+    return nullptr;
+  }
+  for (const json& condition : (*status)["conditions"]) {
     if (condition.value("type", "") == type) {
       return &condition;
     }
@@ -104,9 +108,11 @@ TEST_F(SuccessPolicyEndToEndTest, RankZeroSucceedingEndsTheJobAndStopsTheLingeri
       seconds(60));
   EXPECT_TRUE(others_gone) << bed_->Diagnostics();
   const json released = bed_->WaitForJob(
-      "leader", [](const json& j) { return j["status"].value("portsReleased", false); }, seconds(60));
+      "leader", [](const json& j) { return j.value("status", json::object()).value("portsReleased", false); },
+      seconds(60));
   ASSERT_TRUE(released.is_object()) << bed_->Get("trainingjob", "leader").dump(2) << bed_->Diagnostics();
   EXPECT_EQ(State(released), "Succeeded");
+  ASSERT_NE(Condition(released, "Succeeded"), nullptr);
   EXPECT_EQ(Condition(released, "Succeeded")->value("reason", ""), "RankZeroSucceeded");
   EXPECT_EQ(Condition(released, "Failed"), nullptr) << released.dump(2);
   EXPECT_EQ(released["status"]["restarts"], 0);
