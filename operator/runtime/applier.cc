@@ -42,6 +42,16 @@ std::string Describe(const kube::ApiError& e) {
          ": " + e.message();
 }
 
+// Refusals that the same request cannot get past until someone changes the cluster or the job:
+// quota and admission webhooks (403), validation (422), a malformed request (400).
+bool IsRefusal(const kube::ApiError& e) { return e.code() == 400 || e.code() == 403 || e.code() == 422; }
+
+ApplyOutcome Refused(CreateRefusal refusal, std::string error) {
+  ApplyOutcome outcome{ApplyOutcome::Result::kRefused, std::move(error), false, std::nullopt};
+  outcome.refused = std::move(refusal);
+  return outcome;
+}
+
 }  // namespace
 
 Applier::Applier(kube::Client& client, Expectations& expectations, Logger& logger,
@@ -69,12 +79,12 @@ ApplyOutcome Applier::Apply(const json& job_object, const api::TrainingJob& job,
       } catch (const kube::ApiError& e) {
         ++writes_.failed;
         if (kube::IsConflict(e)) {
-          return {ApplyOutcome::Result::kConflict, "status: " + Describe(e), false};
+          return {ApplyOutcome::Result::kConflict, "status: " + Describe(e), false, std::nullopt};
         }
         if (kube::IsNotFound(e)) {
-          return {ApplyOutcome::Result::kDone, "", false};  // deleted meanwhile; nothing to do
+          return {ApplyOutcome::Result::kDone, "", false, std::nullopt};  // deleted meanwhile; nothing to do
         }
-        return {ApplyOutcome::Result::kError, "writing status: " + Describe(e), false};
+        return {ApplyOutcome::Result::kError, "writing status: " + Describe(e), false, std::nullopt};
       }
     } else if (const auto* create = std::get_if<planner::CreateObject>(&action)) {
       ApplyOutcome created = CreateChild(job, create->object);
@@ -96,7 +106,7 @@ ApplyOutcome Applier::Apply(const json& job_object, const api::TrainingJob& job,
         if (!kube::IsNotFound(e) && !kube::IsConflict(e)) {
           ++writes_.failed;
           return {ApplyOutcome::Result::kError,
-                  "deleting " + del->kind + " " + del->name + ": " + Describe(e), outcome.status_written};
+                  "deleting " + del->kind + " " + del->name + ": " + Describe(e), outcome.status_written, std::nullopt};
         }
       }
     } else if (const auto* event = std::get_if<planner::RecordEvent>(&action)) {
@@ -112,7 +122,7 @@ ApplyOutcome Applier::Apply(const json& job_object, const api::TrainingJob& job,
         if (!kube::IsNotFound(e) && !kube::IsConflict(e)) {
           ++writes_.failed;
           return {ApplyOutcome::Result::kError, "deleting the finished job: " + Describe(e),
-                  outcome.status_written};
+                  outcome.status_written, std::nullopt};
         }
       }
     }
@@ -131,8 +141,18 @@ ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& objec
     return {};
   } catch (const kube::ApiError& e) {
     ++writes_.failed;
+    if (IsRefusal(e)) {
+      const std::string refused_by = !e.reason().empty() ? e.reason()
+                                     : e.code() == 400   ? "BadRequest"
+                                     : e.code() == 403   ? "Forbidden"
+                                                         : "Invalid";
+      if (metrics_ != nullptr) {
+        metrics_->CountCreateRefused(kind, refused_by);
+      }
+      return Refused({kind, name, refused_by, e.message()}, "creating " + kind + " " + name + ": " + Describe(e));
+    }
     if (!kube::IsAlreadyExists(e)) {
-      return {ApplyOutcome::Result::kError, "creating " + kind + " " + name + ": " + Describe(e), false};
+      return {ApplyOutcome::Result::kError, "creating " + kind + " " + name + ": " + Describe(e), false, std::nullopt};
     }
   }
   // The name is taken. Ours (a cache that lags behind): wait for the cache. Someone else's: say
@@ -145,14 +165,17 @@ ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& objec
     }
   } catch (const kube::ApiError& e) {
     if (!kube::IsNotFound(e)) {
-      return {ApplyOutcome::Result::kError, "reading " + kind + " " + name + ": " + Describe(e), false};
+      return {ApplyOutcome::Result::kError, "reading " + kind + " " + name + ": " + Describe(e), false, std::nullopt};
     }
-    return {ApplyOutcome::Result::kError, kind + " " + name + " was deleted while being created", false};
+    return {ApplyOutcome::Result::kError, kind + " " + name + " was deleted while being created", false, std::nullopt};
   }
+  // The controller records the Event and the condition, once per refusal rather than per try.
   const std::string message = kind + " " + name + " already exists and is not owned by this TrainingJob; "
                               "delete or rename it";
-  RecordEvent(job, {"Warning", "NameConflict", message});
-  return {ApplyOutcome::Result::kError, message, false};
+  if (metrics_ != nullptr) {
+    metrics_->CountCreateRefused(kind, kNameConflict);
+  }
+  return Refused({kind, name, std::string(kNameConflict), message}, message);
 }
 
 void Applier::RecordEvent(const api::TrainingJob& job, const planner::RecordEvent& event) {

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,15 +22,32 @@ namespace ringleader::runtime {
 
 class OperatorMetrics;
 
+// The condition reasons (type Created, status False) of a job whose creates are refused.
+inline constexpr std::string_view kCreateRefused = "CreateRefused";
+inline constexpr std::string_view kNameConflict = "NameConflict";
+
+// A create of a child that retrying at once will not fix: the API refused it (403 Forbidden, as a
+// ResourceQuota or an admission webhook answers; 422 Invalid; 400 BadRequest), or the name is
+// taken by an object this job does not own.
+struct CreateRefusal {
+  std::string kind;      // Pod, Service or Secret
+  std::string name;
+  std::string refused_by;  // the API's reason (Forbidden, Invalid, BadRequest) or NameConflict
+  std::string message;   // the API's own message, or ours for a NameConflict
+  bool operator==(const CreateRefusal&) const = default;
+};
+
 struct ApplyOutcome {
   enum class Result {
     kDone,      // every action succeeded
     kConflict,  // the job changed under us (409 on the status write): plan again
     kError,     // a write failed; `error` says which and why
+    kRefused,   // a create was refused (`refused`); the writes before it were made
   };
   Result result = Result::kDone;
   std::string error;
   bool status_written = false;  // the plan's UpdateStatus reached the server
+  std::optional<CreateRefusal> refused;
 };
 
 // Counts of writes by kind, for the benchmark's writes-per-job figure.

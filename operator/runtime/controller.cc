@@ -4,10 +4,12 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <cmath>
 #include <thread>
 
 #include "operator/api/field_error.h"
 #include "operator/planner/children_builder.h"
+#include "operator/planner/status_builder.h"
 #include "operator/runtime/cache_transforms.h"
 #include "operator/runtime/operator_metrics.h"
 
@@ -107,6 +109,61 @@ json InvalidStatus(const json& object, const std::string& message) {
   status["conditions"] = conditions;
   status["state"] = "Failed";
   return status;
+}
+
+std::string RefusalReason(const CreateRefusal& refusal) {
+  return std::string(refusal.refused_by == kNameConflict ? kNameConflict : kCreateRefused);
+}
+
+// What `kubectl describe` shows under the Created condition: the API's own words, unedited.
+std::string RefusalMessage(const CreateRefusal& refusal) {
+  if (refusal.refused_by == kNameConflict) {
+    return refusal.message + "; retrying with backoff";
+  }
+  return "the API server refused to create " + refusal.kind + " " + refusal.name + " (" + refusal.refused_by +
+         "): " + refusal.message + "; retrying with backoff";
+}
+
+// The Events the planner records beside the creates they announce.
+bool AnnouncesCreates(const planner::Action& action) {
+  const auto* event = std::get_if<planner::RecordEvent>(&action);
+  return event != nullptr && (event->reason == "PodsCreated" || event->reason == "ProfilerPluginLeftAlone");
+}
+
+// Created=False with the refusal in the status the plan writes; the write is added when the
+// job's status does not say so yet, and dropped when the plan's only change was Created=True.
+void KeepRefusalCondition(const api::TrainingJob& job, const CreateRefusal& refusal, planner::Plan& plan) {
+  auto update = std::find_if(plan.actions.begin(), plan.actions.end(), [](const planner::Action& action) {
+    return std::holds_alternative<planner::UpdateStatus>(action);
+  });
+  api::TrainingJobStatus status = job.status;
+  if (update != plan.actions.end()) {
+    api::FieldErrors ignored;  // the planner wrote it
+    status = api::StatusFromJson(std::get<planner::UpdateStatus>(*update).status, &ignored);
+  }
+  planner::SetCondition(status, planner::kCreated, false, RefusalReason(refusal), RefusalMessage(refusal), Now(),
+                        job.metadata.generation);
+  // The transition is measured against what the job's status says, not the planner's draft.
+  if (const api::Condition* before = job.status.FindCondition(planner::kCreated);
+      before != nullptr && before->status == "False") {
+    for (api::Condition& condition : status.conditions) {
+      if (condition.type == planner::kCreated) {
+        condition.last_transition_time = before->last_transition_time;
+      }
+    }
+  }
+  status.state = planner::DeriveState(status);
+  if (status == job.status) {
+    if (update != plan.actions.end()) {
+      plan.actions.erase(update);
+    }
+    return;
+  }
+  if (update != plan.actions.end()) {
+    *update = planner::UpdateStatus{api::StatusToJson(status)};
+  } else {
+    plan.actions.insert(plan.actions.begin(), planner::UpdateStatus{api::StatusToJson(status)});
+  }
 }
 
 }  // namespace
@@ -360,7 +417,76 @@ bool Controller::ExpectationMet(const std::string& job_key, const Expectation& e
          Meta(*object).contains("deletionTimestamp");
 }
 
+Controller::RefusalState Controller::HoldRefusedCreates(const std::string& key, const api::TrainingJob& job,
+                                                       planner::Plan& plan, kube::Clock::Duration& wait) {
+  std::optional<RefusedCreates> refused;
+  {
+    std::lock_guard lock(refused_mutex_);
+    if (auto it = refused_.find(key); it != refused_.end()) {
+      refused = it->second;
+    }
+  }
+  if (!refused) {
+    return RefusalState::kNone;
+  }
+  const bool creates = std::any_of(plan.actions.begin(), plan.actions.end(), [](const planner::Action& action) {
+    return std::holds_alternative<planner::CreateObject>(action);
+  });
+  if (refused->uid != job.metadata.uid || !creates) {
+    // Another job by the same name, or nothing left to create (the Pods exist, the job was
+    // suspended or finished): the planner sets Created as it sees it.
+    ForgetRefusal(key);
+    return RefusalState::kNone;
+  }
+  KeepRefusalCondition(job, refused->refusal, plan);
+  const kube::Clock::TimePoint now = clock_.Now();
+  if (now >= refused->retry_at) {
+    return RefusalState::kRetrying;
+  }
+  std::erase_if(plan.actions, [](const planner::Action& action) {
+    return std::holds_alternative<planner::CreateObject>(action) || AnnouncesCreates(action);
+  });
+  wait = refused->retry_at - now;
+  return RefusalState::kHeld;
+}
+
+kube::Clock::Duration Controller::NoteRefusal(const std::string& key, const api::TrainingJob& job,
+                                              const CreateRefusal& refusal) {
+  bool announce = false;
+  kube::Clock::Duration backoff{};
+  {
+    std::lock_guard lock(refused_mutex_);
+    RefusedCreates& entry = refused_[key];
+    if (entry.uid != job.metadata.uid) {
+      entry = RefusedCreates{job.metadata.uid, {}, 0, {}};
+    }
+    announce = RefusalMessage(entry.refusal) != RefusalMessage(refusal) || entry.refusals == 0;
+    entry.refusal = refusal;
+    const double base = std::chrono::duration<double>(options_.refused_create_backoff).count();
+    const double max = std::chrono::duration<double>(options_.refused_create_backoff_max).count();
+    const double seconds = std::min(base * std::ldexp(1.0, std::min(entry.refusals, 40)), max);
+    backoff = std::chrono::duration_cast<kube::Clock::Duration>(std::chrono::duration<double>(seconds));
+    ++entry.refusals;
+    entry.retry_at = clock_.Now() + backoff;
+  }
+  logger_.Warn("a create was refused; retrying with backoff",
+               {{"job", key},
+                {"reason", RefusalReason(refusal)},
+                {"error", refusal.message},
+                {"retry_in_seconds", std::chrono::duration<double>(backoff).count()}});
+  if (announce) {
+    applier_.RecordEvent(job, {"Warning", RefusalReason(refusal), RefusalMessage(refusal)});
+  }
+  return backoff;
+}
+
+void Controller::ForgetRefusal(const std::string& key) {
+  std::lock_guard lock(refused_mutex_);
+  refused_.erase(key);
+}
+
 std::string Controller::ReconcileGone(const std::string& key) {
+  ForgetRefusal(key);
   expectations_.Forget(key);
   queue_.Forget(key);
   return "success";
@@ -472,8 +598,15 @@ std::string Controller::Reconcile(const std::string& key) {
     }
   }
 
+  kube::Clock::Duration held_for{};
+  const RefusalState refusal = HoldRefusedCreates(key, job, plan, held_for);
   const ApplyOutcome outcome = applier_.Apply(*object, job, plan);
   switch (outcome.result) {
+    case ApplyOutcome::Result::kRefused:
+      NoteRefusal(key, job, *outcome.refused);
+      // Planned again at once, creates held: that pass writes the Created=False condition.
+      queue_.Add(key);
+      return "requeue";
     case ApplyOutcome::Result::kConflict:
       queue_.AddRateLimited(key);
       return "conflict";
@@ -492,6 +625,12 @@ std::string Controller::Reconcile(const std::string& key) {
     EnqueuePortWaiters();
   }
   queue_.Forget(key);
+  if (refusal == RefusalState::kRetrying) {
+    ForgetRefusal(key);  // every create went through; the next pass sets Created=True
+    logger_.Info("refused creates went through", {{"job", key}});
+  } else if (refusal == RefusalState::kHeld) {
+    queue_.AddAfter(key, held_for);
+  }
   auto requeue = plan.requeue_after;
   if (summary_reader_ != nullptr && job.status.state == "Running") {
     requeue = requeue ? std::min(*requeue, options_.summary_interval) : options_.summary_interval;
@@ -515,6 +654,14 @@ void Controller::PublishGauges() {
     ++states[state.empty() ? "Pending" : state];
   }
   metrics_->SetJobsByState(states);
+  {
+    std::map<std::string, int> refused;
+    std::lock_guard lock(refused_mutex_);
+    for (const auto& [key, entry] : refused_) {
+      ++refused[RefusalReason(entry.refusal)];
+    }
+    metrics_->SetJobsWithRefusedCreates(refused);
+  }
   metrics_->SetQueueDepth(static_cast<double>(queue_.Depth()));
   std::lock_guard lock(ledger_mutex_);
   metrics_->SetPorts(static_cast<double>(ledger_.jobs() * contract::kPortsPerJob),

@@ -43,6 +43,11 @@ struct ControllerOptions {
   std::int64_t watch_timeout_seconds = 300;
   // The work queue's delays and the liveness check's times; null: the real clock.
   kube::Clock* clock = nullptr;
+  // A job whose create was refused (quota, webhook, validation, a name taken by another object)
+  // creates nothing more until this has passed, doubling per refusal up to the max; whatever
+  // enqueues the job meanwhile, it is never a tight loop.
+  std::chrono::milliseconds refused_create_backoff{5'000};
+  std::chrono::milliseconds refused_create_backoff_max{300'000};
 };
 
 class Controller {
@@ -85,6 +90,22 @@ class Controller {
   void EnqueuePortWaiters();
   void PublishGauges();
 
+  // A job's last refused create, while its creates wait out the backoff.
+  struct RefusedCreates {
+    std::string uid;
+    CreateRefusal refusal;
+    int refusals = 0;
+    kube::Clock::TimePoint retry_at{};
+  };
+  enum class RefusalState { kNone, kHeld, kRetrying };
+  // Before applying: a job whose creates were refused keeps its Created=False condition in the
+  // plan's status, and while its backoff runs the plan's creates (and their Events) are dropped.
+  RefusalState HoldRefusedCreates(const std::string& key, const api::TrainingJob& job, planner::Plan& plan,
+                                  kube::Clock::Duration& wait);
+  // After a refused create: backoff doubled, Event when the refusal is new or says something new.
+  kube::Clock::Duration NoteRefusal(const std::string& key, const api::TrainingJob& job, const CreateRefusal& refusal);
+  void ForgetRefusal(const std::string& key);
+
   kube::Client& client_;
   const ControllerOptions options_;
   kube::Clock& clock_;
@@ -115,6 +136,9 @@ class Controller {
   std::vector<ProgressSnapshot::Worker> workers_;
   LivenessCheck liveness_;
   std::atomic<bool> informers_started_{false};
+
+  std::mutex refused_mutex_;
+  std::map<std::string, RefusedCreates> refused_;  // by job key
 
   std::atomic<bool> running_{false};
   std::atomic<std::int64_t> reconciles_{0};

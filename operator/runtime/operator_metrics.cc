@@ -2,6 +2,7 @@
 // Events' reason, which the operator's own code chooses.
 #include "operator/runtime/operator_metrics.h"
 
+#include <algorithm>
 #include <array>
 
 namespace ringleader::runtime {
@@ -9,6 +10,10 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kJobStates = {
     "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
+// The condition reasons a job's refused creates are reported under (controller.h).
+constexpr std::array<std::string_view, 2> kRefusalReasons = {"CreateRefused", "NameConflict"};
+constexpr std::array<std::string_view, 3> kChildKinds = {"Pod", "Service", "Secret"};
+constexpr std::array<std::string_view, 4> kRefusedBy = {"Forbidden", "Invalid", "BadRequest", "NameConflict"};
 constexpr std::array<std::string_view, 4> kReconcileResults = {"success", "requeue", "conflict",
                                                                "error"};
 
@@ -68,12 +73,28 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
       events_(prometheus::BuildCounter()
                   .Name("ringleader_operator_events_total")
                   .Help("Kubernetes Events recorded by type and reason")
-                  .Register(registry)) {
+                  .Register(registry)),
+      creates_refused_(prometheus::BuildCounter()
+                           .Name("ringleader_operator_creates_refused_total")
+                           .Help("Creates of a job's Pods, Service or Secret that the API refused, by "
+                                 "kind and reason (Forbidden, Invalid, BadRequest, NameConflict)")
+                           .Register(registry)),
+      jobs_creates_refused_(prometheus::BuildGauge()
+                                .Name("ringleader_operator_jobs_creates_refused")
+                                .Help("TrainingJobs whose last create was refused, by condition reason "
+                                      "(CreateRefused, NameConflict); retried with backoff")
+                                .Register(registry)) {
   // Every known series exists from the start, so rate() and absent() see a zero, not a gap.
   for (const std::string_view result : kReconcileResults) {
     reconciles_.Add({{"result", std::string(result)}});
   }
   SetJobsByState({});
+  for (const std::string_view kind : kChildKinds) {
+    for (const std::string_view reason : kRefusedBy) {
+      creates_refused_.Add({{"kind", std::string(kind)}, {"reason", std::string(reason)}});
+    }
+  }
+  SetJobsWithRefusedCreates({});
 }
 
 void OperatorMetrics::ObserveReconcile(std::string_view result, double seconds) {
@@ -103,6 +124,23 @@ void OperatorMetrics::SetLeader(bool leader) { leader_.Set(leader ? 1 : 0); }
 
 void OperatorMetrics::CountEvent(std::string_view type, std::string_view reason) {
   events_.Add({{"type", std::string(type)}, {"reason", std::string(reason)}}).Increment();
+}
+
+void OperatorMetrics::CountCreateRefused(std::string_view kind, std::string_view reason) {
+  // Only the known values: an unexpected reason from the server cannot add series.
+  const bool known_kind = std::find(kChildKinds.begin(), kChildKinds.end(), kind) != kChildKinds.end();
+  const bool known_reason = std::find(kRefusedBy.begin(), kRefusedBy.end(), reason) != kRefusedBy.end();
+  creates_refused_
+      .Add({{"kind", known_kind ? std::string(kind) : "other"}, {"reason", known_reason ? std::string(reason) : "other"}})
+      .Increment();
+}
+
+void OperatorMetrics::SetJobsWithRefusedCreates(const std::map<std::string, int>& counts) {
+  for (const std::string_view reason : kRefusalReasons) {
+    const std::string name(reason);
+    const auto it = counts.find(name);
+    jobs_creates_refused_.Add({{"reason", name}}).Set(it == counts.end() ? 0 : it->second);
+  }
 }
 
 }  // namespace ringleader::runtime

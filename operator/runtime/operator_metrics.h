@@ -27,6 +27,11 @@ class OperatorMetrics {
   //   ringleader_operator_ports_capacity                     gauge, ports in the range (whole blocks)
   //   ringleader_operator_leader                             gauge, 1 while this replica leads
   //   ringleader_operator_events_total{type,reason}          counter, Events recorded
+  //   ringleader_operator_creates_refused_total{kind,reason} counter, creates of a child the API
+  //                                                          refused (reason: Forbidden, Invalid,
+  //                                                          BadRequest, NameConflict)
+  //   ringleader_operator_jobs_creates_refused{reason}       gauge, jobs whose last create was
+  //                                                          refused (CreateRefused, NameConflict)
   explicit OperatorMetrics(prometheus::Registry& registry);
 
   void ObserveReconcile(std::string_view result, double seconds);
@@ -37,6 +42,10 @@ class OperatorMetrics {
   void SetPorts(double in_use, double capacity);
   void SetLeader(bool leader);
   void CountEvent(std::string_view type, std::string_view reason);
+  // `kind` is Pod, Service or Secret.
+  void CountCreateRefused(std::string_view kind, std::string_view reason);
+  // Replaces every reason's count; reasons missing from `counts` are set to 0.
+  void SetJobsWithRefusedCreates(const std::map<std::string, int>& counts);
 
  private:
   prometheus::Family<prometheus::Counter>& reconciles_;
@@ -48,6 +57,8 @@ class OperatorMetrics {
   prometheus::Gauge& ports_capacity_;
   prometheus::Gauge& leader_;
   prometheus::Family<prometheus::Counter>& events_;
+  prometheus::Family<prometheus::Counter>& creates_refused_;
+  prometheus::Family<prometheus::Gauge>& jobs_creates_refused_;
 };
 
 }  // namespace ringleader::runtime

@@ -15,6 +15,7 @@
 #include "tests/devcluster/machinery/patch.h"
 #include "tests/devcluster/machinery/selectors.h"
 #include "tests/devcluster/machinery/status.h"
+#include "tests/devcluster/resource_quota.h"
 #include "tests/support/cel/crd_rules.h"
 #include "tests/support/structural_schema.h"
 
@@ -23,6 +24,7 @@ namespace {
 
 const char* const kCrdKey = "apiextensions.k8s.io/customresourcedefinitions";
 const char* const kNamespaceKey = "/namespaces";
+const char* const kResourceQuotaKey = "/resourcequotas";
 
 std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
 
@@ -171,6 +173,32 @@ void ApplyBuiltinDefaults(const ResourceInfo& info, nlohmann::json& object) {
         port["targetPort"] = port["port"];
       }
     }
+  }
+}
+
+// The ResourceQuotas devcluster admits are the ones it can enforce (resource_quota.h).
+void ValidateBuiltin(const ResourceInfo& info, const nlohmann::json& object, std::vector<schema::SchemaError>& errors) {
+  if (info.group.empty() && info.plural == "resourcequotas") {
+    std::vector<schema::SchemaError> quota = QuotaSpecErrors(object);
+    errors.insert(errors.end(), std::make_move_iterator(quota.begin()), std::make_move_iterator(quota.end()));
+  }
+}
+
+// ResourceQuota admission, inside the create's transaction so two creates cannot both take the
+// last unit: 403 `pods "x" is forbidden: exceeded quota: ...` as kube-apiserver answers.
+void AdmitQuota(const Store::Txn& txn, const ResourceInfo& info, const std::string& ns, const std::string& name,
+                const nlohmann::json& object) {
+  if (!info.namespaced) {
+    return;
+  }
+  QuotaAdmission admission{info.plural, info.group, &object, {}, txn.List(kResourceQuotaKey, ns),
+                           std::chrono::system_clock::now()};
+  if (admission.quotas.empty()) {
+    return;
+  }
+  admission.existing = txn.List(StoreKey(info), ns);
+  if (const std::string why = QuotaRefusal(admission); !why.empty()) {
+    throw Forbidden(info.GroupResource(), name, why);
   }
 }
 
@@ -444,6 +472,7 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
     // Every field error of the object in one 422, as the server's strategy reports them.
     std::vector<schema::SchemaError> errors = NameErrors(name, NameRuleFor(info));
     NormalizeCustomResource(info, body, nullptr, errors);
+    ValidateBuiltin(info, body, errors);
     if (!errors.empty()) {
       throw Invalid(info.QualifiedKind(), name, errors);
     }
@@ -452,6 +481,7 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
   WriteResult result{201, nullptr};
   store_.Write([&](Store::Txn& txn) {
     RequireNamespace(txn, info, ns);  // it may have gone since the check above
+    AdmitQuota(txn, info, ns, name, body);  // admission runs before storage finds the name taken
     if (txn.Get(StoreKey(info), ns, name) != nullptr) {
       throw AlreadyExists(info.GroupResource(), name);
     }
@@ -557,6 +587,9 @@ WriteResult CommitUpdate(Writer& writer, const ResourceInfo& info, const nlohman
   RejectUnknownFields(info, next, options);
   std::vector<schema::SchemaError> errors;
   NormalizeCustomResource(info, next, &current, errors);
+  if (subresource.empty()) {
+    ValidateBuiltin(info, next, errors);
+  }
   if (!errors.empty()) {
     throw Invalid(info.QualifiedKind(), name, errors);
   }

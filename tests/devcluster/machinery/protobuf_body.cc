@@ -606,6 +606,22 @@ const MessageSpec kTokenRequest{
     {Message(1, "metadata", kObjectMeta, kAlways), Message(2, "spec", kTokenRequestSpec, kAlways),
      Message(3, "status", kTokenRequestStatus, kAlways)}};
 
+// ---- k8s.io/api/core/v1 ResourceQuota (scopes and scopeSelector are refused by the server anyway)
+const MessageSpec kScopedResourceSelectorRequirement{
+    "k8s.io.api.core.v1.ScopedResourceSelectorRequirement",
+    {String(1, "scopeName", kAlways), String(2, "operator", kAlways), Strings(3, "values")}};
+const MessageSpec kScopeSelector{"k8s.io.api.core.v1.ScopeSelector",
+                                 {Messages(1, "matchExpressions", kScopedResourceSelectorRequirement)}};
+const MessageSpec kResourceQuotaSpec{
+    "k8s.io.api.core.v1.ResourceQuotaSpec",
+    {QuantityMap(1, "hard"), Strings(2, "scopes"), Message(3, "scopeSelector", kScopeSelector, kPointer)}};
+const MessageSpec kResourceQuotaStatus{"k8s.io.api.core.v1.ResourceQuotaStatus",
+                                       {QuantityMap(1, "hard"), QuantityMap(2, "used")}};
+const MessageSpec kResourceQuota{
+    "k8s.io.api.core.v1.ResourceQuota",
+    {Message(1, "metadata", kObjectMeta, kAlways), Message(2, "spec", kResourceQuotaSpec, kAlways),
+     Message(3, "status", kResourceQuotaStatus, kAlways)}};
+
 // ---- k8s.io/api/rbac/v1
 const MessageSpec kPolicyRule{"k8s.io.api.rbac.v1.PolicyRule",
                               {Strings(1, "verbs", kAlways), Strings(2, "apiGroups"), Strings(3, "resources"),
@@ -653,6 +669,7 @@ constexpr DecodableKind kDecodableKinds[] = {
     {"v1", "Service", &kService},
     {"v1", "Event", &kEvent},
     {"v1", "Pod", &kPod},
+    {"v1", "ResourceQuota", &kResourceQuota},
     {"apps/v1", "Deployment", &kDeployment},
     {"authentication.k8s.io/v1", "TokenRequest", &kTokenRequest},
     {"rbac.authorization.k8s.io/v1", "Role", &kRole},

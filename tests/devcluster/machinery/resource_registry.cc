@@ -628,6 +628,11 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
                                                    : 0);
                                  }),
                         AgeColumn()}));
+  registry.Add(Builtin("", "ResourceQuota", "resourcequotas", {"quota"}, true, true,
+                       BuiltinSchema("ResourceQuota sets aggregate quota restrictions enforced per "
+                                     "namespace",
+                                     SpecAndStatus("ResourceQuota")),
+                       {AgeColumn()}));
   registry.Add(Builtin(
       "", "Event", "events", {"ev"}, true, false,
       BuiltinSchema("Event is a report of an event somewhere in the cluster.",

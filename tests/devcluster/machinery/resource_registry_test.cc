@@ -66,6 +66,7 @@ TEST(ResourceRegistryTest, BuiltinsAreServed) {
            {"", "services", "Service", true, true, {"svc"}},
            {"", "secrets", "Secret", true, false, {}},
            {"", "configmaps", "ConfigMap", true, false, {"cm"}},
+           {"", "resourcequotas", "ResourceQuota", true, true, {"quota"}},
            {"", "events", "Event", true, false, {"ev"}},
            {"", "serviceaccounts", "ServiceAccount", true, false, {"sa"}},
            {"", "nodes", "Node", false, true, {"no"}},
@@ -91,7 +92,7 @@ TEST(ResourceRegistryTest, BuiltinsAreServed) {
       ADD_FAILURE() << e.plural << ": " << error.ToString();
     }
   }
-  EXPECT_EQ(registry.All().size(), 15u);
+  EXPECT_EQ(registry.All().size(), 16u);
   EXPECT_EQ(registry.Find("", "v1", "widgets"), nullptr);
   EXPECT_EQ(registry.Find("apps", "v2", "deployments"), nullptr);
 }

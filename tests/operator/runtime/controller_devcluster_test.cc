@@ -30,6 +30,7 @@
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
 #include "tests/operator/kube/fake_clock.h"
+#include "tests/support/metric_series.h"
 
 namespace ringleader::runtime {
 namespace {
@@ -106,6 +107,11 @@ class RecordingClient final : public kube::Client {
     std::lock_guard lock(mutex_);
     return pod_creates_held_;
   }
+  // Pod creates the operator sent, whatever the answer.
+  int PodCreates() {
+    std::lock_guard lock(mutex_);
+    return pod_creates_;
+  }
   std::map<std::string, int> WatchesStarted() {
     std::lock_guard lock(mutex_);
     return watches_started_;
@@ -140,6 +146,7 @@ class RecordingClient final : public kube::Client {
   json Create(const kube::Resource& resource, const std::string& ns, const json& object) override {
     if (resource == kube::Pods()) {
       std::unique_lock lock(mutex_);
+      ++pod_creates_;
       if (hold_pod_creates_) {
         ++pod_creates_held_;
         ++calls_;
@@ -201,6 +208,7 @@ class RecordingClient final : public kube::Client {
   std::uint64_t calls_ = 0;
   bool hold_pod_creates_ = false;
   int pod_creates_held_ = 0;
+  int pod_creates_ = 0;
   std::string held_watches_of_;
   std::map<std::string, int> watches_started_;
 };
@@ -743,6 +751,87 @@ TEST_F(ControllerTest, HealthzNamesAnInformerWhoseWatchNeverReturns) {
   EXPECT_EQ(answer.body, "the informer for secrets in all namespaces has not listed, watched or retried "
                          "for 1000s (--liveness-informer-timeout 600s)");
   EXPECT_EQ(recording.WatchesStarted()["secrets"], 1);
+}
+
+// Refused creates: the API's message in a Created=False condition, one Event, a bounded number
+// of tries under the backoff whatever enqueues the job, and the condition gone once they succeed.
+TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndClears) {
+  const kube::Resource quotas{"", "v1", "resourcequotas", true};
+  client_->Create(quotas, "default",
+                  {{"apiVersion", "v1"}, {"kind", "ResourceQuota"}, {"metadata", {{"name", "pods-2"}}},
+                   {"spec", {{"hard", {{"pods", "2"}}}}}});
+  RecordingClient& recording = RecordOperatorCalls();
+  StartController({61000, 61099}, {}, [](ControllerOptions& options) {
+    options.refused_create_backoff = milliseconds(200);
+    options.refused_create_backoff_max = milliseconds(800);
+  });
+  client_->Create(kube::TrainingJobs(), "default", Job("quota", 4));
+  const std::string expected =
+      "the API server refused to create Pod quota-2 (Forbidden): pods \"quota-2\" is forbidden: exceeded quota: "
+      "pods-2, requested: pods=1, used: pods=2, limited: pods=2; retrying with backoff";
+  ASSERT_TRUE(Eventually([&] {
+    const json job = GetJob("quota");
+    const json* created = Condition(job, "Created");
+    return created != nullptr && created->value("reason", "") == "CreateRefused";
+  })) << GetJob("quota")["status"].dump();
+  const json job = GetJob("quota");
+  EXPECT_EQ((*Condition(job, "Created"))["status"], "False");
+  EXPECT_EQ((*Condition(job, "Created"))["message"], expected);
+  EXPECT_EQ(job["status"]["state"], "Pending");
+
+  // Pod status changes enqueue the job over and over; the creates still wait out the backoff
+  // (0.2, 0.4, 0.8, 0.8 ... s): about 6 tries in 3 s where a tight loop would make thousands.
+  const int before = recording.PodCreates();
+  const auto window_end = std::chrono::steady_clock::now() + seconds(3);
+  for (int step = 0; std::chrono::steady_clock::now() < window_end; ++step) {
+    SetAllPods("quota", step % 2 == 0 ? "Running" : "Pending");
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  const int tries = recording.PodCreates() - before;
+  EXPECT_GE(tries, 2);
+  EXPECT_LE(tries, 6);
+  EXPECT_EQ(Events("CreateRefused").size(), 1u) << "one Event per refusal, not per try";
+  EXPECT_EQ(Pods("quota").size(), 2u);
+
+  client_->Delete(quotas, "default", "pods-2", {});
+  ASSERT_TRUE(Eventually([&] { return Pods("quota").size() == 4 && ConditionTrue(GetJob("quota"), "Created"); }))
+      << GetJob("quota")["status"].dump();
+  const json after = GetJob("quota");
+  EXPECT_EQ((*Condition(after, "Created"))["reason"], "PodsCreated");
+  const auto refused = testing::SeriesByLabels(registry_, "ringleader_operator_creates_refused_total");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_GE((refused->at({{"kind", "Pod"}, {"reason", "Forbidden"}}).counter.value), 2);
+}
+
+TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff) {
+  client_->Create(kube::Pods(), "default",
+                  {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "taken-1"}}},
+                   {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}});
+  RecordingClient& recording = RecordOperatorCalls();
+  StartController({61000, 61099}, {}, [](ControllerOptions& options) {
+    options.refused_create_backoff = milliseconds(200);
+    options.refused_create_backoff_max = milliseconds(800);
+  });
+  client_->Create(kube::TrainingJobs(), "default", Job("taken", 3));
+  ASSERT_TRUE(Eventually([&] {
+    const json job = GetJob("taken");
+    const json* created = Condition(job, "Created");
+    return created != nullptr && created->value("reason", "") == "NameConflict";
+  })) << GetJob("taken")["status"].dump();
+  const json conflict = GetJob("taken");
+  EXPECT_EQ((*Condition(conflict, "Created"))["message"],
+            "Pod taken-1 already exists and is not owned by this TrainingJob; delete or rename it; retrying with "
+            "backoff");
+  const int before = recording.PodCreates();
+  std::this_thread::sleep_for(seconds(3));  // the observation window: how many tries in 3 s
+  const int tries = recording.PodCreates() - before;
+  EXPECT_GE(tries, 2);
+  EXPECT_LE(tries, 6);
+  EXPECT_EQ(Events("NameConflict").size(), 1u);
+
+  client_->Delete(kube::Pods(), "default", "taken-1", {});
+  ASSERT_TRUE(Eventually([&] { return Pods("taken").size() == 3 && ConditionTrue(GetJob("taken"), "Created"); }))
+      << GetJob("taken")["status"].dump();
 }
 
 }  // namespace

@@ -46,6 +46,8 @@ TEST_F(OperatorMetricsTest, RegistersEveryFamilyWithItsType) {
       {"ringleader_operator_ports_in_use", prometheus::MetricType::Gauge},
       {"ringleader_operator_ports_capacity", prometheus::MetricType::Gauge},
       {"ringleader_operator_leader", prometheus::MetricType::Gauge},
+      {"ringleader_operator_creates_refused_total", prometheus::MetricType::Counter},
+      {"ringleader_operator_jobs_creates_refused", prometheus::MetricType::Gauge},
   };
   // prometheus-cpp leaves out a family with no series: the Events' appears with its first one.
   EXPECT_FALSE(Family("ringleader_operator_events_total").has_value());
@@ -149,6 +151,28 @@ TEST_F(OperatorMetricsTest, CountsEventsByTypeAndReason) {
   ASSERT_EQ(series.size(), 2u);
   EXPECT_EQ((series[{{"type", "Normal"}, {"reason", "Created"}}].counter.value), 2);
   EXPECT_EQ((series[{{"type", "Warning"}, {"reason", "PreflightFailed"}}].counter.value), 1);
+}
+
+TEST_F(OperatorMetricsTest, CountsRefusedCreatesByKindAndReasonFromZero) {
+  auto series = Series("ringleader_operator_creates_refused_total");
+  EXPECT_EQ(series.size(), 12u);  // Pod, Service, Secret x Forbidden, Invalid, BadRequest, NameConflict
+  metrics_.CountCreateRefused("Pod", "Forbidden");
+  metrics_.CountCreateRefused("Pod", "Forbidden");
+  metrics_.CountCreateRefused("Pod", "NameConflict");
+  metrics_.CountCreateRefused("Pod", "Teapot");  // an unexpected reason adds one series, not one per value
+  series = Series("ringleader_operator_creates_refused_total");
+  EXPECT_EQ((series[{{"kind", "Pod"}, {"reason", "Forbidden"}}].counter.value), 2);
+  EXPECT_EQ((series[{{"kind", "Pod"}, {"reason", "NameConflict"}}].counter.value), 1);
+  EXPECT_EQ((series[{{"kind", "Pod"}, {"reason", "other"}}].counter.value), 1);
+}
+
+TEST_F(OperatorMetricsTest, JobsWithRefusedCreatesExportBothReasonsAndResetMissingOnes) {
+  metrics_.SetJobsWithRefusedCreates({{"CreateRefused", 2}, {"NameConflict", 1}});
+  metrics_.SetJobsWithRefusedCreates({{"CreateRefused", 1}});
+  auto series = Series("ringleader_operator_jobs_creates_refused");
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ((series[{{"reason", "CreateRefused"}}].gauge.value), 1);
+  EXPECT_EQ((series[{{"reason", "NameConflict"}}].gauge.value), 0);
 }
 
 }  // namespace

@@ -1,0 +1,169 @@
+// Creates the API refuses (issue 19): a ResourceQuota's 403 and a Pod name taken by someone else
+// show on the TrainingJob as a Created=False condition with the API's words and an Event, the
+// operator tries again with backoff (devcluster's audit log counts its Pod creates), and the job
+// runs once the obstacle is gone, through the real kubectl, operator, sidecars and trainers.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "tests/e2e/end_to_end.h"
+
+namespace ringleader::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const json* Condition(const json& job, const std::string& type) {
+  if (!job.is_object() || !job.contains("status") || !job["status"].contains("conditions")) {
+    return nullptr;
+  }
+  for (const json& condition : job["status"]["conditions"]) {
+    if (condition.value("type", "") == type) {
+      return &condition;
+    }
+  }
+  return nullptr;
+}
+
+std::string CreatedReason(const json& job) {
+  const json* created = Condition(job, "Created");
+  return created != nullptr ? created->value("reason", "") : "";
+}
+
+std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
+
+// Pod creates in namespace default that reached devcluster so far, whoever sent them.
+int PodCreates(const std::filesystem::path& audit_log) {
+  std::ifstream in(audit_log);
+  int count = 0;
+  for (std::string line; std::getline(in, line);) {
+    const json entry = json::parse(line, nullptr, false);
+    if (entry.is_object() && entry.value("verb", "") == "create" && entry.value("resource", "") == "pods" &&
+        entry.value("subresource", "") == "" && entry.value("namespace", "") == "default") {
+      ++count;
+    }
+  }
+  return count;
+}
+
+// Warning Events about the job with this reason.
+std::vector<json> Events(EndToEnd& bed, const std::string& job, const std::string& reason) {
+  std::vector<json> found;
+  const CommandOutput out = bed.Kubectl({"get", "events", "-o", "json"});
+  const json list = json::parse(out.output, nullptr, false);
+  if (!list.is_object()) {
+    return found;
+  }
+  for (const json& event : list.value("items", json::array())) {
+    if (event.value("reason", "") == reason &&
+        event.value("involvedObject", json::object()).value("name", "") == job) {
+      found.push_back(event);
+    }
+  }
+  return found;
+}
+
+class CreateRefusalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!EndToEnd::Supported(&why)) {
+      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
+    }
+    audit_dir_ = std::filesystem::temp_directory_path() /
+                 ("ringleader-refusals-" + std::to_string(::getpid()) + "-" +
+                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(audit_dir_);
+    bed_ = std::make_unique<EndToEnd>(
+        [this](devcluster::Options& options) { options.audit_log = (audit_dir_ / "audit.log").string(); });
+  }
+  void TearDown() override {
+    bed_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(audit_dir_, ignored);
+  }
+
+  std::filesystem::path audit_log() const { return audit_dir_ / "audit.log"; }
+
+  std::filesystem::path audit_dir_;
+  std::unique_ptr<EndToEnd> bed_;
+};
+
+TEST_F(CreateRefusalsTest, AQuotaRefusalShowsTheQuotasMessageWithoutATightLoopAndClearsWhenTheQuotaGoes) {
+  EndToEnd& bed = *bed_;
+  ASSERT_EQ(bed.Apply("quota", "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: pods-2\n  namespace: default\n"
+                               "spec:\n  hard:\n    pods: \"2\"\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      bed.Apply("capped", JobYaml({.name = "capped", .replicas = 4, .steps = 20, .preflight_timeout_seconds = 120}))
+          .exit_code,
+      0);
+  const json refused =
+      bed.WaitForJob("capped", [](const json& job) { return CreatedReason(job) == "CreateRefused"; }, seconds(60));
+  ASSERT_EQ(CreatedReason(refused), "CreateRefused") << refused.dump(2) << bed.Diagnostics();
+  const json& created = *Condition(refused, "Created");
+  EXPECT_EQ(created["status"], "False");
+  // kube-apiserver's own words for its quota admission, carried unedited.
+  EXPECT_THAT(created["message"].get<std::string>(),
+              ::testing::HasSubstr("pods \"capped-2\" is forbidden: exceeded quota: pods-2, requested: pods=1, "
+                                   "used: pods=2, limited: pods=2"));
+  EXPECT_EQ(State(refused), "Pending");
+
+  // The observation window: Pod status changes keep enqueueing the job, yet the operator's
+  // creates follow the backoff (5 s, 10 s, 20 s ...): a handful in 20 s, not a tight loop.
+  const int before = PodCreates(audit_log());
+  std::this_thread::sleep_for(seconds(20));
+  const int tries = PodCreates(audit_log()) - before;
+  EXPECT_GE(tries, 1);
+  EXPECT_LE(tries, 4) << "Pod creates in 20 s";
+  EXPECT_EQ(Events(bed, "capped", "CreateRefused").size(), 1u) << "one Event per refusal, not per try";
+
+  ASSERT_EQ(bed.Kubectl({"delete", "resourcequota", "pods-2"}).exit_code, 0);
+  const json done = bed.WaitForJob("capped", [](const json& job) { return State(job) == "Succeeded"; }, seconds(120));
+  ASSERT_EQ(State(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(CreatedReason(done), "PodsCreated");
+  EXPECT_EQ((*Condition(done, "Created"))["status"], "True");
+}
+
+TEST_F(CreateRefusalsTest, APodNameTakenByAnotherPodIsANameConflictWithBackoff) {
+  EndToEnd& bed = *bed_;
+  // Not the job's: no owner reference, and no node it could run on.
+  ASSERT_EQ(bed.Apply("squatter", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: taken-1\n  namespace: default\n"
+                                  "spec:\n  nodeSelector:\n    nowhere: \"true\"\n  containers:\n"
+                                  "    - name: c\n      image: ringleader/example-trainer:0.1.0\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      bed.Apply("taken", JobYaml({.name = "taken", .replicas = 2, .steps = 20, .preflight_timeout_seconds = 120}))
+          .exit_code,
+      0);
+  const json conflict =
+      bed.WaitForJob("taken", [](const json& job) { return CreatedReason(job) == "NameConflict"; }, seconds(60));
+  ASSERT_EQ(CreatedReason(conflict), "NameConflict") << conflict.dump(2) << bed.Diagnostics();
+  EXPECT_THAT((*Condition(conflict, "Created"))["message"].get<std::string>(),
+              ::testing::HasSubstr("Pod taken-1 already exists and is not owned by this TrainingJob"));
+
+  const int before = PodCreates(audit_log());
+  std::this_thread::sleep_for(seconds(15));  // the observation window
+  const int tries = PodCreates(audit_log()) - before;
+  EXPECT_GE(tries, 1);
+  EXPECT_LE(tries, 4) << "Pod creates in 15 s";
+  EXPECT_EQ(Events(bed, "taken", "NameConflict").size(), 1u);
+
+  ASSERT_EQ(bed.Kubectl({"delete", "pod", "taken-1", "--wait=true"}).exit_code, 0);
+  const json done = bed.WaitForJob("taken", [](const json& job) { return State(job) == "Succeeded"; }, seconds(120));
+  ASSERT_EQ(State(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(CreatedReason(done), "PodsCreated");
+}
+
+}  // namespace
+}  // namespace ringleader::testing
