@@ -791,6 +791,9 @@ TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndCl
   EXPECT_GE(tries, 2);
   EXPECT_LE(tries, 6);
   EXPECT_EQ(Events("CreateRefused").size(), 1u) << "one Event per refusal, not per try";
+  const json later = GetJob("quota");
+  EXPECT_EQ((*Condition(later, "Created"))["lastTransitionTime"], (*Condition(job, "Created"))["lastTransitionTime"])
+      << "a refused try is not a transition";
   EXPECT_EQ(Pods("quota").size(), 2u);
 
   client_->Delete(quotas, "default", "pods-2", {});
