@@ -95,6 +95,21 @@ expect "create deployment" '^deployment.apps/web created$' "$out"
 out=$(k get deployment web -n ml -o jsonpath='{.spec.replicas} {.spec.selector.matchLabels.app} {.spec.template.spec.containers[0].image} {.spec.template.spec.containers[0].ports[0].containerPort}')
 expect "its replicas, selector and PodSpec round-trip" '^2 web nginx 80$' "$out"
 
+# ResourceQuota: kubectl create quota sends protobuf; a Pod past it is refused as kube-apiserver
+# refuses it, and kubectl prints the server's words.
+out=$(k create quota pods-1 -n ml --hard=pods=1,requests.nvidia.com/gpu=4)
+expect "create quota" '^resourcequota/pods-1 created$' "$out"
+out=$(k get quota pods-1 -n ml -o jsonpath='{.spec.hard.pods} {.spec.hard.requests\.nvidia\.com/gpu}')
+expect "its hard limits round-trip" '^1 4$' "$out"
+out=$(k run first -n ml --image=busybox --restart=Never)
+expect "the first Pod fits" '^pod/first created$' "$out"
+out=$(k run second -n ml --image=busybox --restart=Never)
+expect_text "the second is forbidden by the quota" \
+  'Error from server (Forbidden): pods "second" is forbidden: exceeded quota: pods-1, requested: pods=1, used: pods=1, limited: pods=1' "$out"
+out=$(k create quota lb -n ml --hard=services.loadbalancers=1)
+expect_text "a quota devcluster cannot enforce is refused, naming the resource" \
+  'spec.hard[services.loadbalancers]: Forbidden: devcluster does not enforce quota on this resource' "$out"
+
 # A protobuf body devcluster has no table for (a Node) gets a 415 naming the kind; a malformed one a 400.
 TOKEN=$(cat "$WORK/data/token")
 post() {
