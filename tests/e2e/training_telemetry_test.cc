@@ -52,11 +52,11 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   std::ofstream(targets) << "[]";
   PrometheusServer prometheus(bed.dir() / "prometheus", SidecarScrapeConfig(targets));
 
-  // 40 s of training; the stand-in reports rank 2's all-reduces as 4 times slower than they were.
+  // 25 s of training; the stand-in reports rank 2's all-reduces as 4 times slower than they were.
   const CommandOutput applied = bed.Apply(
       "measured", JobYaml({.name = "measured",
                            .replicas = 4,
-                           .steps = 400,
+                           .steps = 250,
                            .step_delay_ms = 100,
                            .trainer_args = {"--stand-in-slowdown", "2:4"}}));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
@@ -85,7 +85,7 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   for (const auto& [rank, count] : calls_by_rank) {
     // One gradient all-reduce per step, never more than the job runs.
     EXPECT_GT(count, 0) << "rank " << rank;
-    EXPECT_LE(count, 400) << "rank " << rank;
+    EXPECT_LE(count, 250) << "rank " << rank;
   }
   // The slowed rank's busbw is about a quarter of the others'; half leaves room for Gloo's jitter.
   double fastest_other = 0;
@@ -96,15 +96,16 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   }
   EXPECT_LT(busbw_by_rank.at("2"), 0.5 * fastest_other);
 
-  // Rank 0's sidecar compares the ranks' reports and the operator puts it in status.
+  // Rank 0's sidecar compares the ranks' reports and the operator puts it in status (once every
+  // rank's first report is in: a rank's trainer may start a snapshot interval later than others).
   const json job = bed.WaitForJob("measured", [](const json& seen) {
     const json training = Training(seen);
-    return training.is_object() && training.value("slowestRank", "") == "2";
+    return training.is_object() && training.value("ranksReporting", 0) == 4;
   }, seconds(90));
   ASSERT_TRUE(job.is_object()) << bed.Get("trainingjob", "measured").dump(2) << "\n" << bed.Diagnostics();
   const json training = Training(job);
   EXPECT_EQ(training.value("collective", ""), "all_reduce");
-  EXPECT_EQ(training.value("ranksReporting", 0), 4);
+  EXPECT_EQ(training.value("slowestRank", ""), "2");
   EXPECT_GT(training.value("busBandwidthBytes", std::int64_t{0}), training.value("slowestRankBusBandwidthBytes", std::int64_t{0}));
 
   const json done = bed.WaitForJob("measured", [](const json& seen) {
