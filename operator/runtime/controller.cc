@@ -537,6 +537,7 @@ std::string Controller::Reconcile(const std::string& key) {
   api::FieldErrors errors;
   const api::TrainingJob job = api::TrainingJob::FromJson(*object, &errors);
   if (!errors.empty()) {
+    ForgetRefusal(key);  // nothing is created for it until the spec is fixed
     const std::string message = api::JoinErrors(errors);
     const json current = object->contains("status") ? (*object)["status"] : json();
     if (current.is_object() && current.value("state", "") == "Failed") {
@@ -560,6 +561,7 @@ std::string Controller::Reconcile(const std::string& key) {
     return "success";
   }
   if (job.metadata.deletion_timestamp.has_value()) {
+    ForgetRefusal(key);
     return "success";  // garbage collection removes the children
   }
 
