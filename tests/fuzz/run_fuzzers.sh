@@ -3,9 +3,16 @@
 # on its seed corpus: the watch-stream parser, the rendezvous frame decoder,
 # the rendezvous server behind a real socket (handshake and store ops), and what the sidecar
 # reads from its run dir (the preflight's result, NCCL's INFO log), and the profiler plugin's
-# snapshot frames. Needs clang-14 and libFuzzer (Debian: clang-14 libclang-rt-14-dev).
+# snapshot frames; with --build-only it only builds them. Needs clang-14 and libFuzzer
+# (Debian: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
+# --build-only: build the targets and stop (CI builds them ahead, while other tests run).
+build_only=false
+if [[ "${1:-}" == "--build-only" ]]; then
+  build_only=true
+  shift
+fi
 seconds="${1:-60}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${root}/build/fuzz"
@@ -22,6 +29,9 @@ targets=(watch_parser_fuzz rendezvous_decoder_fuzz rendezvous_server_fuzz run_di
   profiler_snapshot_fuzz)
 cmake --build "${build}" -j"$(nproc)" --target "${targets[@]}" >"${build}/build.log" 2>&1 ||
   { cat "${build}/build.log"; exit 1; }
+if [[ "${build_only}" == true ]]; then
+  exit 0
+fi
 mkdir -p "${build}/artifacts"
 
 # run TARGET CORPUS MAX_LEN: the corpus directory in the tree holds the seeds; new inputs go
