@@ -8,6 +8,7 @@
 #include <set>
 #include <string_view>
 
+#include "tests/devcluster/json_field.h"
 #include "tests/devcluster/machinery/object_meta.h"
 
 namespace ringleader::devcluster {
@@ -45,21 +46,6 @@ std::optional<std::int64_t> ScaleDecimal(std::int64_t mantissa, int exponent) {
   return mantissa / divisor + (mantissa % divisor != 0 ? 1 : 0);
 }
 
-const json& Field(const json& object, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) {
-      return kNull;
-    }
-    const auto it = at->find(key);
-    if (it == at->end()) {
-      return kNull;
-    }
-    at = &*it;
-  }
-  return *at;
-}
 
 std::string Text(const json& value) {
   if (value.is_string()) {

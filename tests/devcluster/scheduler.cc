@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "operator/api/quantity.h"
+#include "tests/devcluster/json_field.h"
 
 namespace ringleader::devcluster {
 namespace {
@@ -23,21 +24,6 @@ constexpr const char* kTooManyPods = "Too many pods";
 constexpr std::int64_t kDefaultMilliCpu = 100;
 constexpr std::int64_t kDefaultMemory = 200 << 20;
 
-const json& Field(const json& object, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) {
-      return kNull;
-    }
-    const auto it = at->find(key);
-    if (it == at->end()) {
-      return kNull;
-    }
-    at = &*it;
-  }
-  return *at;
-}
 
 std::string StringField(const json& object, std::initializer_list<const char*> path) {
   const json& value = Field(object, path);

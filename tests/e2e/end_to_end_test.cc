@@ -1,6 +1,7 @@
 // End to end on devcluster: kubectl applies a TrainingJob, the operator creates its Pods, the
 // kubelet runs the real sidecar and trainer in network namespaces, and the job succeeds or fails
 // as it should.
+#include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
 
 #include <gmock/gmock.h>
@@ -68,18 +69,7 @@ std::string CommandLines(const std::set<int>& pids) {
   return out;
 }
 
-class EndToEndTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!EndToEnd::Supported(&why)) {
-      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
-    }
-    bed_ = std::make_unique<EndToEnd>();
-  }
-
-  std::unique_ptr<EndToEnd> bed_;
-};
+class EndToEndTest : public BedTest {};
 
 TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks) {
   const CommandOutput applied = bed_->Kubectl({"apply", "-f", "examples/trainingjob.yaml"});

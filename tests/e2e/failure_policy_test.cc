@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "operator/api/trainingjob.h"
+#include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
 
 namespace ringleader::testing {
@@ -73,17 +74,7 @@ std::vector<std::string> EventMessages(EndToEnd& bed, const std::string& job, co
   return out;
 }
 
-class FailurePolicyEndToEndTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!EndToEnd::Supported(&why)) {
-      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
-    }
-    bed_ = std::make_unique<EndToEnd>();
-  }
-  std::unique_ptr<EndToEnd> bed_;
-};
+class FailurePolicyEndToEndTest : public BedTest {};
 
 TEST_F(FailurePolicyEndToEndTest, AnExitCodeAFailJobRuleNamesFailsTheJobAtOnce) {
   const CommandOutput applied = bed_->Apply("fatal", FailingJobYaml("fatal", 42, false));

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
 
 namespace ringleader::testing {
@@ -77,17 +78,7 @@ bool WaitUntil(const std::function<bool()>& done, seconds timeout) {
   return done();
 }
 
-class SuccessPolicyEndToEndTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string why;
-    if (!EndToEnd::Supported(&why)) {
-      GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
-    }
-    bed_ = std::make_unique<EndToEnd>();
-  }
-  std::unique_ptr<EndToEnd> bed_;
-};
+class SuccessPolicyEndToEndTest : public BedTest {};
 
 TEST_F(SuccessPolicyEndToEndTest, RankZeroSucceedingEndsTheJobAndStopsTheLingeringRanks) {
   // The other ranks would linger far past every wait below: only the operator can end them.
