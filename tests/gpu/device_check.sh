@@ -162,8 +162,17 @@ for ranks in 1 2; do
   iters=$(awk -v s=$size '{t = s / ($3 * 1e9); n = int(3 / t) + 1; print (n < 20 ? 20 : n)}' <<<"$probe")
   line=$(env "${plugin_env[@]}" timeout 240 "$here/bin/nccl_allreduce_direct" --ranks "$ranks" \
     --min $size --max $size --warmup 5 --iters "$iters" 2>>"$out/profiler-direct.err" | tail -n 1)
-  sleep 1  # the plugin's finalize sends its last snapshot; the sidecar takes it at once
-  curl -s "http://127.0.0.1:$metrics/metrics" >"$out/profiler-metrics-$ranks.txt"
+  # Every rank's warm-up and timed calls at this size, from both runs.
+  want=$(((5 + 20 + 5 + iters) * ranks))
+  # The plugins' last snapshots (sent at finalize) may still be on their way: scrape until the
+  # count is in, for up to 10 s.
+  for _ in $(seq 1 50); do
+    curl -s "http://127.0.0.1:$metrics/metrics" >"$out/profiler-metrics-$ranks.txt"
+    calls=$(awk '$1 ~ /^ringleader_training_collective_calls_total[{]/ && $1 ~ /collective="all_reduce"/ && \
+      $1 ~ /size="256MiB"/ {print $2}' "$out/profiler-metrics-$ranks.txt" | head -n 1)
+    [[ ${calls:-0} == "$want" ]] && break
+    sleep 0.2
+  done
   kill "$sidecar_pid" 2>/dev/null; wait "$sidecar_pid" 2>/dev/null
   cp "$dir/rank-0/log" "$out/profiler-sidecar-$ranks.log"
   metric=ringleader_training_collective_bus_bandwidth_bytes_per_second
@@ -175,12 +184,8 @@ for ranks in 1 2; do
   program=$(awk -v c=$column '{print $c}' <<<"$line")
   exported=$(awk -v m="$metric" '$1 ~ "^" m "[{]" && $1 ~ /collective="all_reduce"/ && $1 ~ /size="256MiB"/ \
     {print $2 / 1e9}' "$out/profiler-metrics-$ranks.txt" | head -n 1)
-  calls=$(awk '$1 ~ /^ringleader_training_collective_calls_total[{]/ && $1 ~ /collective="all_reduce"/ && \
-    $1 ~ /size="256MiB"/ {print $2}' "$out/profiler-metrics-$ranks.txt" | head -n 1)
   echo "$ranks rank(s), $iters timed calls: program $program GB/s, sidecar $exported GB/s, calls counted $calls" |
     tee -a "$out/profiler-vs-program.txt"
-  # Every rank's warm-up and timed calls at this size, from both runs.
-  want=$(((5 + 20 + 5 + iters) * ranks))
   [[ ${calls:-0} == "$want" ]] || { echo "FAIL: the sidecar counted ${calls:-none} calls, want $want"; status=1; }
   if ! awk -v p="${program:-0}" -v e="${exported:-0}" 'BEGIN {exit !(p > 0 && e / p >= 0.95 && e / p <= 1.05)}'; then
     echo "FAIL: the sidecar's exported bandwidth is not within 5% of the program's own timing"
