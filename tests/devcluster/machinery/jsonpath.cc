@@ -298,7 +298,9 @@ class Parser {
   }
 
   static std::string ParseActionText(const std::string& text) {
-    Parser parser("{" + text + "}");
+    // The parser keeps a view of its input, so the braced text must outlive it.
+    const std::string action = "{" + text + "}";
+    Parser parser(action);
     return parser.Parse();
   }
 
