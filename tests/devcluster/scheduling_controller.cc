@@ -4,8 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <map>
 #include <tuple>
+#include <utility>
 
+#include "tests/devcluster/coscheduling.h"
+#include "tests/devcluster/json_field.h"
 #include "tests/devcluster/machinery/object_meta.h"
 #include "tests/devcluster/scheduler.h"
 
@@ -18,7 +22,11 @@ using nlohmann::json;
 constexpr const char* kNodesKey = "/nodes";
 constexpr const char* kPodsKey = "/pods";
 constexpr const char* kEventsKey = "/events";
-constexpr const char* kSchedulerName = "default-scheduler";
+constexpr const char* kCustomResourceDefinitionsKey = "apiextensions.k8s.io/customresourcedefinitions";
+constexpr const char* kDefaultScheduler = "default-scheduler";
+// What kube-apiserver's Pod strategy writes on a Pod created with scheduling gates.
+constexpr const char* kSchedulingGated = "SchedulingGated";
+constexpr const char* kGatedMessage = "Scheduling is blocked due to non-empty scheduling gates";
 
 std::string Str(const json& object, const char* a, const char* b) {
   if (!object.contains(a) || !object[a].is_object()) {
@@ -28,11 +36,16 @@ std::string Str(const json& object, const char* a, const char* b) {
   return inner.contains(b) && inner[b].is_string() ? inner[b].get<std::string>() : "";
 }
 
-bool Pending(const json& pod) {
-  const std::string scheduler = Str(pod, "spec", "schedulerName");
+// Not yet bound, not being deleted, not finished: a Pod some scheduler may still place.
+bool Unbound(const json& pod) {
   const std::string phase = Str(pod, "status", "phase");
   return Str(pod, "spec", "nodeName").empty() && !pod["metadata"].contains("deletionTimestamp") &&
-         (scheduler.empty() || scheduler == kSchedulerName) && phase != "Succeeded" && phase != "Failed";
+         phase != "Succeeded" && phase != "Failed";
+}
+
+bool Gated(const json& pod) {
+  const json& gates = Field(pod, {"spec", "schedulingGates"});
+  return gates.is_array() && !gates.empty();
 }
 
 const json* FindCondition(const json& pod, const std::string& type) {
@@ -47,11 +60,13 @@ const json* FindCondition(const json& pod, const std::string& type) {
   return nullptr;
 }
 
-// Sets the PodScheduled condition; lastTransitionTime moves only when the status does.
-void SetScheduledCondition(json& pod, bool scheduled, const std::string& message, const std::string& now) {
+// Sets the PodScheduled condition (`reason` and `message` only when not scheduled);
+// lastTransitionTime moves only when the status does.
+void SetScheduledCondition(json& pod, bool scheduled, const std::string& reason, const std::string& message,
+                           const std::string& now) {
   json condition = {{"type", "PodScheduled"}, {"status", scheduled ? "True" : "False"}, {"lastProbeTime", nullptr}};
   if (!scheduled) {
-    condition["reason"] = "Unschedulable";
+    condition["reason"] = reason;
     condition["message"] = message;
   }
   const json* old = FindCondition(pod, "PodScheduled");
@@ -73,8 +88,9 @@ void SetScheduledCondition(json& pod, bool scheduled, const std::string& message
   status["conditions"] = std::move(kept);
 }
 
+// `scheduler` is the profile that decided: its name is the Event's reporting component.
 json SchedulerEvent(const json& pod, const std::string& type, const std::string& reason, const std::string& message,
-                    const std::string& now) {
+                    const std::string& now, const std::string& scheduler) {
   const json& meta = pod["metadata"];
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
@@ -88,11 +104,100 @@ json SchedulerEvent(const json& pod, const std::string& type, const std::string&
           {"type", type},
           {"reason", reason},
           {"message", message},
-          {"source", {{"component", kSchedulerName}}},
-          {"reportingComponent", kSchedulerName},
+          {"source", {{"component", scheduler}}},
+          {"reportingComponent", scheduler},
           {"firstTimestamp", now},
           {"lastTimestamp", now},
           {"count", 1}};
+}
+
+// One turn of the scheduling queue: a lone Pod, or every pending Pod of one PodGroup.
+struct Turn {
+  std::tuple<std::string, std::string, std::string> order;  // (timestamp, namespace, first Pod's name)
+  std::vector<std::size_t> pods;                            // indices into the pass's cluster
+  std::string scheduler;
+  const json* pod_group = nullptr;  // set for a gang
+  bool pod_group_missing = false;   // a lone Pod labelled into a PodGroup that does not exist
+};
+
+// Binds `pod` to `node`, recording the Event.
+void Bind(json& pod, const std::string& node, const Turn& turn, const std::string& now,
+          std::vector<SchedulingAction>& actions) {
+  const std::string key = pod["metadata"].value("namespace", "") + "/" + pod["metadata"].value("name", "");
+  pod["spec"]["nodeName"] = node;
+  SetScheduledCondition(pod, true, "", "", now);
+  actions.push_back(
+      {pod, SchedulerEvent(pod, "Normal", "Scheduled", "Successfully assigned " + key + " to " + node, now, turn.scheduler)});
+}
+
+// Marks `pod` unschedulable with `message` unless it already says so.
+void Refuse(json& pod, const std::string& message, const Turn& turn, const std::string& now,
+            std::vector<SchedulingAction>& actions) {
+  const json* old = FindCondition(pod, "PodScheduled");
+  if (old != nullptr && old->value("status", "") == "False" && old->value("reason", "") == "Unschedulable" &&
+      old->value("message", "") == message) {
+    return;
+  }
+  SetScheduledCondition(pod, false, "Unschedulable", message, now);
+  actions.push_back({pod, SchedulerEvent(pod, "Warning", "FailedScheduling", message, now, turn.scheduler)});
+}
+
+// The Turns of the pass, in queue order; gated Pods get their condition in `actions` instead.
+std::vector<Turn> Queue(std::vector<json>& cluster, const std::vector<json>* pod_groups, const std::string& now,
+                        std::vector<SchedulingAction>& actions) {
+  std::map<std::pair<std::string, std::string>, const json*> groups;  // (namespace, name)
+  if (pod_groups != nullptr) {
+    for (const json& group : *pod_groups) {
+      groups[{Str(group, "metadata", "namespace"), Str(group, "metadata", "name")}] = &group;
+    }
+  }
+  std::vector<Turn> turns;
+  std::map<std::pair<std::string, std::string>, std::size_t> gang_turns;  // (namespace, group) -> turn
+  for (std::size_t i = 0; i < cluster.size(); ++i) {
+    json& pod = cluster[i];
+    if (!Unbound(pod)) {
+      continue;
+    }
+    if (Gated(pod)) {
+      if (FindCondition(pod, "PodScheduled") == nullptr) {
+        SetScheduledCondition(pod, false, kSchedulingGated, kGatedMessage, now);
+        actions.push_back({pod, nullptr});
+      }
+      continue;
+    }
+    std::string scheduler = Str(pod, "spec", "schedulerName");
+    scheduler = scheduler.empty() ? kDefaultScheduler : scheduler;
+    const bool coscheduling = scheduler == kSchedulerPluginsName && pod_groups != nullptr;
+    if (scheduler != kDefaultScheduler && !coscheduling) {
+      continue;  // another scheduler's Pod
+    }
+    const std::string ns = Str(pod, "metadata", "namespace");
+    const std::string name = Str(pod, "metadata", "name");
+    const std::string group_name = coscheduling ? PodGroupName(pod) : "";
+    const auto group = groups.find({ns, group_name});
+    if (group_name.empty() || group == groups.end()) {
+      // Without a PodGroup the plugin's queue sort falls back to the Pod's own time.
+      turns.push_back({{Str(pod, "metadata", "creationTimestamp"), ns, name}, {i}, scheduler, nullptr,
+                       !group_name.empty()});
+      continue;
+    }
+    const auto [at, added] = gang_turns.emplace(std::make_pair(ns, group_name), turns.size());
+    const std::tuple<std::string, std::string, std::string> order = {
+        Str(*group->second, "metadata", "creationTimestamp"), ns, name};
+    if (added) {
+      turns.push_back({order, {}, scheduler, group->second, false});
+    }
+    Turn& turn = turns[at->second];
+    turn.pods.push_back(i);
+    turn.order = std::min(turn.order, order);
+  }
+  auto name_of = [&](std::size_t i) { return Str(cluster[i], "metadata", "name"); };
+  for (Turn& turn : turns) {
+    std::sort(turn.pods.begin(), turn.pods.end(), [&](std::size_t a, std::size_t b) { return name_of(a) < name_of(b); });
+  }
+  // Oldest first, as kube-scheduler's queue pops equal-priority Pods.
+  std::stable_sort(turns.begin(), turns.end(), [](const Turn& a, const Turn& b) { return a.order < b.order; });
+  return turns;
 }
 
 }  // namespace
@@ -132,39 +237,30 @@ json NodeObject(const NodeConfig& config, const std::string& now) {
 }
 
 std::vector<SchedulingAction> PlanScheduling(const std::vector<json>& nodes, const std::vector<json>& pods,
-                                             const std::string& now) {
+                                             const std::string& now, const std::vector<json>* pod_groups) {
   std::vector<json> cluster = pods;  // binds made in this pass are seen by the Pods after them
-  std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < cluster.size(); ++i) {
-    if (Pending(cluster[i])) {
-      pending.push_back(i);
-    }
-  }
-  // Oldest first, as kube-scheduler's queue pops equal-priority Pods.
-  auto order = [&](std::size_t i) {
-    const json& meta = cluster[i]["metadata"];
-    return std::make_tuple(meta.value("creationTimestamp", ""), meta.value("namespace", ""), meta.value("name", ""));
-  };
-  std::sort(pending.begin(), pending.end(), [&](std::size_t a, std::size_t b) { return order(a) < order(b); });
-
   std::vector<SchedulingAction> actions;
-  for (std::size_t i : pending) {
-    json& pod = cluster[i];
-    const ScheduleResult result = Schedule(pod, nodes, cluster);
-    const std::string key = pod["metadata"].value("namespace", "") + "/" + pod["metadata"].value("name", "");
-    if (!result.node.empty()) {
-      pod["spec"]["nodeName"] = result.node;
-      SetScheduledCondition(pod, true, "", now);
-      actions.push_back({pod, SchedulerEvent(pod, "Normal", "Scheduled",
-                                             "Successfully assigned " + key + " to " + result.node, now)});
+  for (const Turn& turn : Queue(cluster, pod_groups, now, actions)) {
+    if (turn.pod_group != nullptr) {
+      const GangDecision decision = PlanGang(*turn.pod_group, turn.pods, nodes, cluster);
+      for (const auto& [i, node] : decision.bind) {
+        Bind(cluster[i], node, turn, now, actions);
+      }
+      for (const auto& [i, message] : decision.refuse) {
+        Refuse(cluster[i], message, turn, now, actions);
+      }
       continue;
     }
-    const json* old = FindCondition(pod, "PodScheduled");
-    if (old != nullptr && old->value("status", "") == "False" && old->value("message", "") == result.message) {
-      continue;  // already says so
+    json& pod = cluster[turn.pods.front()];
+    const ScheduleResult result = Schedule(pod, nodes, cluster);
+    if (turn.pod_group_missing) {
+      Refuse(pod, nodes.empty() ? result.message : PodGroupNotFoundMessage(result.node.empty() ? result.message : ""),
+             turn, now, actions);
+    } else if (!result.node.empty()) {
+      Bind(pod, result.node, turn, now, actions);
+    } else {
+      Refuse(pod, result.message, turn, now, actions);
     }
-    SetScheduledCondition(pod, false, result.message, now);
-    actions.push_back({pod, SchedulerEvent(pod, "Warning", "FailedScheduling", result.message, now)});
   }
   return actions;
 }
@@ -207,7 +303,15 @@ void SchedulingController::Pass() {
     for (const json* pod : txn.List(kPodsKey, "")) {
       pods.push_back(*pod);
     }
-    return PlanScheduling(nodes, pods, now);
+    // scheduler-plugins counts as installed exactly when its PodGroup CRD is served.
+    if (!ServesPodGroups(txn.Get(kCustomResourceDefinitionsKey, "", kPodGroupCrdName))) {
+      return PlanScheduling(nodes, pods, now);
+    }
+    std::vector<json> pod_groups;
+    for (const json* group : txn.List(kPodGroupsKey, "")) {
+      pod_groups.push_back(*group);
+    }
+    return PlanScheduling(nodes, pods, now, &pod_groups);
   };
   // Planned under a read lock first, so that a pass with nothing to do does not wake watches.
   bool work = false;

@@ -24,12 +24,18 @@ struct SchedulingAction {
   nlohmann::json event;
 };
 
-// For each Pod without spec.nodeName that is not being deleted and is meant for the default
-// scheduler, oldest first: binds it (spec.nodeName, PodScheduled=True, a Scheduled Event), the
-// later Pods seeing it bound; or, when no node fits, sets PodScheduled=False with the reason -
-// only when that condition changes, so a pass over an unchanged cluster plans nothing.
+// For each Pod without spec.nodeName that is not being deleted or finished: a Pod with scheduling
+// gates gets PodScheduled=False/SchedulingGated (what kube-apiserver sets on create) and is left
+// alone. The others meant for the default scheduler, or for scheduler-plugins' second scheduler when
+// `pod_groups` is given (the PodGroup CRD is served; null when not), are taken oldest first: each is
+// bound (spec.nodeName, PodScheduled=True, a Scheduled Event), the later Pods seeing it bound, or,
+// when no node fits, gets PodScheduled=False with the reason - only when that condition changes, so
+// a pass over an unchanged cluster plans nothing. Pods of scheduler-plugins-scheduler labelled into
+// a PodGroup (`pod_groups` holds every PodGroup) are bound all or nothing (coscheduling.h), their
+// group taking its turn at the PodGroup's creationTimestamp, as the plugin's queue sort orders them.
 std::vector<SchedulingAction> PlanScheduling(const std::vector<nlohmann::json>& nodes,
-                                             const std::vector<nlohmann::json>& pods, const std::string& now);
+                                             const std::vector<nlohmann::json>& pods, const std::string& now,
+                                             const std::vector<nlohmann::json>* pod_groups = nullptr);
 
 class SchedulingController {
  public:

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/devcluster/coscheduling.h"
 #include "tests/devcluster/devcluster.h"
 
 namespace ringleader::devcluster {
@@ -101,6 +102,186 @@ TEST(PlanSchedulingTest, LeavesBoundDeletingAndOtherSchedulersPodsAlone) {
   json other = HostNetworkPod("p3", 3);
   other["spec"]["schedulerName"] = "volcano";
   EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {bound, deleting, other}, "2026-01-01T00:01:00Z").empty());
+}
+
+json GangPod(const std::string& name, const std::string& group, const std::string& created, int gpus = 2) {
+  json pod = HostNetworkPod(name, 0, {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}});
+  pod["spec"]["hostNetwork"] = false;
+  pod["spec"]["containers"][0].erase("ports");
+  pod["spec"]["schedulerName"] = kSchedulerPluginsName;
+  pod["metadata"]["labels"][kPodGroupLabel] = group;
+  pod["metadata"]["creationTimestamp"] = created;
+  return pod;
+}
+
+json PodGroupObject(const std::string& name, int min_member, const std::string& created) {
+  return {{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+          {"kind", "PodGroup"},
+          {"metadata", {{"name", name}, {"namespace", "default"}, {"creationTimestamp", created}}},
+          {"spec", {{"minMember", min_member}}}};
+}
+
+// The Pods after a pass: each action's Pod replaces the one of the same name.
+std::vector<json> Apply(std::vector<json> pods, const std::vector<SchedulingAction>& actions) {
+  for (const SchedulingAction& action : actions) {
+    for (json& pod : pods) {
+      if (pod["metadata"]["name"] == action.pod["metadata"]["name"]) {
+        pod = action.pod;
+      }
+    }
+  }
+  return pods;
+}
+
+std::string Scheduled(const json& pod) {
+  for (const json& condition : pod["status"].value("conditions", json::array())) {
+    if (condition["type"] == "PodScheduled") {
+      return condition["status"].get<std::string>() + "/" + condition.value("reason", "") + ": " +
+             condition.value("message", "");
+    }
+  }
+  return "";
+}
+
+TEST(PlanSchedulingTest, AGatedPodIsMarkedSchedulingGatedOnceAndBoundOnceItsGatesAreGone) {
+  json gated = HostNetworkPod("p1", 1);
+  gated["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}, {{"name", "example.com/b"}}});
+  gated["spec"]["schedulerName"] = "volcano";  // kube-apiserver marks it whoever schedules it
+  std::vector<SchedulingAction> actions = PlanScheduling(DefaultNodeObjects(), {gated}, "2026-01-01T00:01:00Z");
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_TRUE(actions[0].event.is_null());  // kube-scheduler never tries it: no FailedScheduling
+  EXPECT_FALSE(actions[0].pod["spec"].contains("nodeName"));
+  EXPECT_EQ(Scheduled(actions[0].pod), "False/SchedulingGated: Scheduling is blocked due to non-empty scheduling gates");
+  std::vector<json> after = Apply({gated}, actions);
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:02:00Z").empty());
+
+  after[0]["spec"]["schedulingGates"] = json::array({{{"name", "example.com/b"}}});  // one gate left
+  after[0]["spec"].erase("schedulerName");
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:03:00Z").empty());
+  after[0]["spec"]["schedulingGates"] = json::array();
+  actions = PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:04:00Z");
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].pod["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(Scheduled(actions[0].pod), "True/: ");
+  EXPECT_EQ(actions[0].event["reason"], "Scheduled");
+}
+
+TEST(PlanSchedulingTest, TwoGangsWithRoomForOneTheOlderPodGroupBindsWholeAndTheOtherWaitsUntilAllOfItFits) {
+  // 2 nodes x 4 GPUs, 2 GPUs a Pod: room for one group of 4. Group b's Pods are older, but the
+  // plugin orders by the PodGroup's creationTimestamp, and a's PodGroup is older.
+  std::vector<json> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(GangPod("b-" + std::to_string(i), "b", "2026-01-01T00:00:01Z"));
+  }
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(GangPod("a-" + std::to_string(i), "a", "2026-01-01T00:00:05Z"));
+  }
+  const std::vector<json> groups = {PodGroupObject("a", 4, "2026-01-01T00:00:00Z"),
+                                    PodGroupObject("b", 4, "2026-01-01T00:00:01Z")};
+  std::vector<SchedulingAction> actions = PlanScheduling(DefaultNodeObjects(), pods, "2026-01-01T00:01:00Z", &groups);
+  ASSERT_EQ(actions.size(), 8u);
+  pods = Apply(pods, actions);
+  const std::string b_waits =
+      "False/Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
+      "PodGroup default/b gets rejected due to Pod b-0 is unschedulable even after PostFilter.";
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(pods[i]["spec"].value("nodeName", ""), "") << i;
+    EXPECT_EQ(Scheduled(pods[i]), b_waits);
+    EXPECT_FALSE(pods[4 + i]["spec"].value("nodeName", "").empty()) << i;
+    EXPECT_EQ(Scheduled(pods[4 + i]), "True/: ");
+  }
+  for (const SchedulingAction& action : actions) {
+    EXPECT_EQ(action.event["reportingComponent"], kSchedulerPluginsName);
+  }
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), pods, "2026-01-01T00:02:00Z", &groups).empty());
+
+  // a's Pods finish one by one: room for one, two, three of b's - still none of b is bound, and the
+  // message names the first of b that no longer fits.
+  for (int finished = 1; finished < 4; ++finished) {
+    pods[4 + finished - 1]["status"]["phase"] = "Succeeded";
+    actions = PlanScheduling(DefaultNodeObjects(), pods, "2026-01-01T00:03:00Z", &groups);
+    pods = Apply(pods, actions);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(pods[i]["spec"].value("nodeName", ""), "") << finished << " finished, b-" << i;
+      EXPECT_EQ(Scheduled(pods[i]).rfind("False/Unschedulable: ", 0), 0u);
+    }
+  }
+  EXPECT_EQ(Scheduled(pods[0]),
+            "False/Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu. "
+            "PodGroup default/b gets rejected due to Pod b-3 is unschedulable even after PostFilter.");
+
+  pods[7]["status"]["phase"] = "Succeeded";  // the last of a: b fits whole
+  actions = PlanScheduling(DefaultNodeObjects(), pods, "2026-01-01T00:04:00Z", &groups);
+  ASSERT_EQ(actions.size(), 4u);
+  for (const SchedulingAction& action : actions) {
+    EXPECT_EQ(action.pod["metadata"]["labels"][kPodGroupLabel], "b");
+    EXPECT_FALSE(action.pod["spec"].value("nodeName", "").empty());
+    EXPECT_EQ(action.event["reason"], "Scheduled");
+  }
+}
+
+TEST(PlanSchedulingTest, APodOfAMissingPodGroupIsNeverBound) {
+  const std::vector<json> groups;  // the CRD is served, the PodGroup was never created
+  std::vector<SchedulingAction> actions =
+      PlanScheduling(DefaultNodeObjects(), {GangPod("g-0", "g", "2026-01-01T00:00:00Z")}, "2026-01-01T00:01:00Z", &groups);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_FALSE(actions[0].pod["spec"].contains("nodeName"));
+  EXPECT_EQ(Scheduled(actions[0].pod), "False/Unschedulable: PodGroup not found");
+  EXPECT_EQ(actions[0].event["reason"], "FailedScheduling");
+
+  actions = PlanScheduling(DefaultNodeObjects(), {GangPod("g-0", "g", "2026-01-01T00:00:00Z", 5)},
+                           "2026-01-01T00:01:00Z", &groups);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(Scheduled(actions[0].pod),
+            "False/Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu. can not find pod group.");
+}
+
+TEST(PlanSchedulingTest, TheSecondSchedulersPodsWaitForTheCrdAndDefaultSchedulerPodsIgnoreTheLabel) {
+  json plugins_pod = GangPod("g-0", "g", "2026-01-01T00:00:00Z");
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {plugins_pod}, "2026-01-01T00:01:00Z").empty());
+
+  json default_pod = GangPod("d-0", "g", "2026-01-01T00:00:00Z");
+  default_pod["spec"].erase("schedulerName");  // kube-scheduler has no Coscheduling: the label means nothing
+  const std::vector<json> groups = {PodGroupObject("g", 4, "2026-01-01T00:00:00Z")};
+  std::vector<SchedulingAction> actions =
+      PlanScheduling(DefaultNodeObjects(), {default_pod}, "2026-01-01T00:01:00Z", &groups);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].pod["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(actions[0].event["reportingComponent"], "default-scheduler");
+
+  json unlabelled = GangPod("u-0", "", "2026-01-01T00:00:00Z");  // the second scheduler, no group
+  unlabelled["metadata"].erase("labels");
+  actions = PlanScheduling(DefaultNodeObjects(), {unlabelled}, "2026-01-01T00:01:00Z", &groups);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].pod["spec"]["nodeName"], "node-a");
+
+  json volcano = GangPod("v-0", "g", "2026-01-01T00:00:00Z");
+  volcano["spec"]["schedulerName"] = "volcano";
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {volcano}, "2026-01-01T00:01:00Z", &groups).empty());
+}
+
+TEST(PlanSchedulingTest, AGangAndLonePodsTakeTheirTurnsInQueueOrder) {
+  // The lone Pod is older than the PodGroup, so it goes first and leaves room for 3 of the 4.
+  json lone = HostNetworkPod("lone", 0, {{"limits", {{"nvidia.com/gpu", "2"}}}});
+  lone["spec"]["hostNetwork"] = false;
+  lone["spec"]["containers"][0].erase("ports");
+  lone["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  json late = lone;
+  late["metadata"]["name"] = "late";
+  late["metadata"]["creationTimestamp"] = "2026-01-01T00:00:09Z";
+  std::vector<json> pods = {lone, late};
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(GangPod("g-" + std::to_string(i), "g", "2026-01-01T00:00:02Z"));
+  }
+  const std::vector<json> groups = {PodGroupObject("g", 4, "2026-01-01T00:00:01Z")};
+  const std::vector<SchedulingAction> actions =
+      PlanScheduling(DefaultNodeObjects(), pods, "2026-01-01T00:01:00Z", &groups);
+  pods = Apply(pods, actions);
+  EXPECT_FALSE(pods[0]["spec"].value("nodeName", "").empty());
+  EXPECT_FALSE(pods[1]["spec"].value("nodeName", "").empty());  // the gang's refusal holds nothing
+  for (int i = 2; i < 6; ++i) {
+    EXPECT_EQ(pods[i]["spec"].value("nodeName", ""), "");
+  }
 }
 
 struct Reply {
@@ -257,7 +438,8 @@ TEST_F(SchedulingTest, HostNetworkPodsWithOnePortSpreadAndTheThirdWaitsForAPortT
   EXPECT_EQ(failed[0]["message"], message);
   EXPECT_EQ(GetPod("p3")["spec"].value("nodeName", ""), "");
 
-  ASSERT_EQ(client_->Call("DELETE", "/api/v1/namespaces/default/pods/p2").code, 200);
+  // Forced: no kubelet runs here to finish a graceful deletion, and a terminating Pod keeps its port.
+  ASSERT_EQ(client_->Call("DELETE", "/api/v1/namespaces/default/pods/p2?gracePeriodSeconds=0").code, 200);
   EXPECT_EQ(NodeOf("p3"), second);
 }
 
