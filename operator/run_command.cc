@@ -132,6 +132,8 @@ int RunOperator(const std::vector<std::string>& args) {
     options.workers = config.workers;
     options.resync_period = config.resync_period;
     options.summary_interval = config.summary_interval;
+    options.planner.unschedulable_after = config.unschedulable_after;
+    options.provider_discovery_interval = config.provider_discovery_interval;
     options.liveness = {.reconcile_timeout = config.liveness_reconcile_timeout,
                         .informer_timeout = config.liveness_informer_timeout,
                         .queue_timeout = config.liveness_queue_timeout};

@@ -289,6 +289,44 @@ FailurePolicy ParseFailurePolicy(const Reader& policy) {
   return out;
 }
 
+SchedulingProvider ParseProvider(const Reader& policy) {
+  std::string name = "None";
+  policy.String("provider", &name);
+  if (name == "Coscheduling") {
+    return SchedulingProvider::kCoscheduling;
+  }
+  if (name == "Volcano") {
+    return SchedulingProvider::kVolcano;
+  }
+  if (name == "Kueue") {
+    return SchedulingProvider::kKueue;
+  }
+  if (name != "None") {
+    policy.Fail("provider", "must be one of None, Coscheduling, Volcano, Kueue, got \"" + name + "\"");
+  }
+  return SchedulingProvider::kNone;
+}
+
+// An optional string field: present (even empty) means set, so Validate() can name an empty one.
+void OptionalString(const Reader& reader, std::string_view key, std::optional<std::string>* out) {
+  if (reader.Find(key) != nullptr) {
+    std::string value;
+    reader.String(key, &value);
+    *out = value;
+  }
+}
+
+SchedulingPolicy ParseSchedulingPolicy(const Reader& policy) {
+  SchedulingPolicy out;
+  out.provider = ParseProvider(policy);
+  policy.OptionalInt("minAvailable", &out.min_available);
+  policy.OptionalInt("scheduleTimeoutSeconds", &out.schedule_timeout_seconds);
+  OptionalString(policy, "queue", &out.queue);
+  OptionalString(policy, "priorityClassName", &out.priority_class_name);
+  OptionalString(policy, "schedulerName", &out.scheduler_name);
+  return out;
+}
+
 TrainingJobSpec ParseSpec(const Reader& spec) {
   TrainingJobSpec out;
   spec.Int("replicas", &out.replicas);
@@ -327,6 +365,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   policy.Bool("suspend", &out.run_policy.suspend);
   out.run_policy.success_policy = ParseSuccessPolicy(policy);
   out.run_policy.failure_policy = ParseFailurePolicy(policy.Object("failurePolicy"));
+  out.run_policy.scheduling_policy = ParseSchedulingPolicy(policy.Object("schedulingPolicy"));
   return out;
 }
 
@@ -500,6 +539,29 @@ std::string_view FailureActionName(FailureAction action) {
 
 std::string_view SuccessPolicyName(SuccessPolicy policy) {
   return policy == SuccessPolicy::kRankZero ? "RankZero" : "AllRanks";
+}
+
+std::string_view SchedulingProviderName(SchedulingProvider provider) {
+  switch (provider) {
+    case SchedulingProvider::kNone: return "None";
+    case SchedulingProvider::kCoscheduling: return "Coscheduling";
+    case SchedulingProvider::kVolcano: return "Volcano";
+    case SchedulingProvider::kKueue: return "Kueue";
+  }
+  return "None";
+}
+
+std::optional<std::string> SchedulingPolicy::EffectiveSchedulerName() const {
+  if (scheduler_name.has_value()) {
+    return scheduler_name;
+  }
+  switch (provider) {
+    case SchedulingProvider::kCoscheduling: return std::string(kCoschedulingSchedulerName);
+    case SchedulingProvider::kVolcano: return std::string(kVolcanoSchedulerName);
+    case SchedulingProvider::kNone:
+    case SchedulingProvider::kKueue: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 std::string_view ExitCodeOperatorName(ExitCodeOperator op) {
@@ -759,6 +821,17 @@ json TrainingJob::ToJson() const {
   json& backoff = ObjectAt(failure, "restartBackoff");
   backoff["initialSeconds"] = fp.restart_backoff.initial_seconds;
   backoff["maxSeconds"] = fp.restart_backoff.max_seconds;
+  // Written only when the user wrote it or asks for a provider: older objects stay as they were.
+  const SchedulingPolicy& sp = spec.run_policy.scheduling_policy;
+  if (sp != SchedulingPolicy{} || policy.contains("schedulingPolicy")) {
+    json& scheduling = ObjectAt(policy, "schedulingPolicy");
+    scheduling["provider"] = SchedulingProviderName(sp.provider);
+    SetOptional(scheduling, "minAvailable", sp.min_available);
+    SetOptional(scheduling, "scheduleTimeoutSeconds", sp.schedule_timeout_seconds);
+    SetOptional(scheduling, "queue", sp.queue);
+    SetOptional(scheduling, "priorityClassName", sp.priority_class_name);
+    SetOptional(scheduling, "schedulerName", sp.scheduler_name);
+  }
 
   if (out.contains("status") || status != TrainingJobStatus{}) {
     out["status"] = StatusToJson(status);

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -110,6 +111,47 @@ enum class SuccessPolicy {
   kRankZero,  // rank 0's trainers exit 0; the other ranks' Pods still running are stopped
 };
 
+// spec.runPolicy.schedulingPolicy.provider: who places the gang (operator/planner/gang_scheduling.h).
+enum class SchedulingProvider {
+  kNone,          // the Pods go to the cluster's scheduler one by one
+  kCoscheduling,  // scheduler-plugins' coscheduling: a scheduling.x-k8s.io/v1alpha1 PodGroup
+  kVolcano,       // Volcano: a scheduling.volcano.sh/v1beta1 PodGroup
+  kKueue,         // Kueue's plain-Pod groups: the whole gang admitted together
+};
+
+// The scheduler names a provider's Pods get unless spec.runPolicy.schedulingPolicy.schedulerName
+// says otherwise: scheduler-plugins' second-scheduler install and Volcano's own.
+inline constexpr std::string_view kCoschedulingSchedulerName = "scheduler-plugins-scheduler";
+inline constexpr std::string_view kVolcanoSchedulerName = "volcano";
+// The TrainingJob label Kueue's queue is named by, copied to every Pod.
+inline constexpr std::string_view kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
+// What each provider reads on a Pod (operator/planner/gang_scheduling.cc sets them; a template
+// that sets one itself is refused).
+inline constexpr std::string_view kCoschedulingPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kVolcanoGroupNameAnnotation = "scheduling.k8s.io/group-name";
+inline constexpr std::string_view kKueuePodGroupNameLabel = "kueue.x-k8s.io/pod-group-name";
+inline constexpr std::string_view kKueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
+inline constexpr std::string_view kKueueRetriableInGroupAnnotation = "kueue.x-k8s.io/retriable-in-group";
+inline constexpr std::string_view kKueueRoleHashAnnotation = "kueue.x-k8s.io/role-hash";
+// A Kueue group is named <job>-attempt-<n>, a label value of at most 63 characters; names this
+// long leave room for a ten-digit attempt.
+inline constexpr std::size_t kMaxKueueJobNameLength = 44;
+
+struct SchedulingPolicy {
+  SchedulingProvider provider = SchedulingProvider::kNone;
+  std::optional<std::int64_t> min_available;             // unset: spec.replicas
+  std::optional<std::int64_t> schedule_timeout_seconds;  // Coscheduling only
+  std::optional<std::string> queue;                      // Volcano only
+  std::optional<std::string> priority_class_name;        // Volcano only
+  std::optional<std::string> scheduler_name;             // overrides the provider's default
+  bool operator==(const SchedulingPolicy&) const = default;
+
+  std::int64_t EffectiveMinAvailable(std::int64_t replicas) const { return min_available.value_or(replicas); }
+  // The Pods' spec.schedulerName: scheduler_name, else the provider's default; unset for None and
+  // Kueue without an override (the template's own, or the cluster's default scheduler).
+  std::optional<std::string> EffectiveSchedulerName() const;
+};
+
 struct RunPolicy {
   std::int64_t backoff_limit = 3;
   std::optional<std::int64_t> active_deadline_seconds;
@@ -117,6 +159,7 @@ struct RunPolicy {
   bool suspend = false;
   SuccessPolicy success_policy = SuccessPolicy::kAllRanks;
   FailurePolicy failure_policy;
+  SchedulingPolicy scheduling_policy;
 };
 
 struct TrainingJobSpec {
@@ -258,6 +301,7 @@ std::string_view BackendName(Backend backend);
 std::string_view FailureActionName(FailureAction action);
 std::string_view SuccessPolicyName(SuccessPolicy policy);
 std::string_view ExitCodeOperatorName(ExitCodeOperator op);
+std::string_view SchedulingProviderName(SchedulingProvider provider);
 
 // RFC 3339 with second precision, as the Kubernetes API writes timestamps.
 std::string FormatTime(Time time);

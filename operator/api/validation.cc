@@ -369,6 +369,126 @@ void CheckRunPolicy(const RunPolicy& policy, Checker& check) {
   }
 }
 
+// A DNS subdomain (RFC 1123), as names of cluster objects (queues, priority classes) and
+// scheduler names are.
+bool IsDnsSubdomain(const std::string& text) {
+  static const std::regex kSubdomain("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+  return !text.empty() && text.size() <= 253 && std::regex_match(text, kSubdomain);
+}
+
+// A label value: at most 63 characters, alphanumerics with '-', '_' or '.' inside.
+bool IsLabelValue(const std::string& text) {
+  static const std::regex kValue("^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$");
+  return text.size() <= 63 && std::regex_match(text, kValue);
+}
+
+// The template's own labels or annotations may not set what the provider's Pods get from ringleader.
+void CheckProviderKeys(const TrainingJob& job, const std::vector<std::string_view>& labels,
+                       const std::vector<std::string_view>& annotations, Checker& check) {
+  const json& tmpl = job.spec.template_;
+  const json meta = tmpl.is_object() ? tmpl.value("metadata", json()) : json();
+  const std::string provider(SchedulingProviderName(job.spec.run_policy.scheduling_policy.provider));
+  for (const auto& [list, keys] : {std::pair{"labels", &labels}, std::pair{"annotations", &annotations}}) {
+    const json present = meta.is_object() ? meta.value(list, json()) : json();
+    for (const std::string_view key : *keys) {
+      if (present.is_object() && present.contains(key)) {
+        check.Add("spec.template.metadata." + std::string(list) + "." + std::string(key),
+                  "is set by ringleader on every Pod with spec.runPolicy.schedulingPolicy.provider " + provider +
+                      "; remove it");
+      }
+    }
+  }
+}
+
+void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
+  const SchedulingPolicy& policy = job.spec.run_policy.scheduling_policy;
+  const std::string base = "spec.runPolicy.schedulingPolicy.";
+  const std::string provider(SchedulingProviderName(policy.provider));
+  if (policy.min_available.has_value()) {
+    check.Range(base + "minAvailable", *policy.min_available, 1, std::max<std::int64_t>(job.spec.replicas, 1));
+  }
+  if (policy.schedule_timeout_seconds.has_value()) {
+    if (policy.provider != SchedulingProvider::kCoscheduling) {
+      check.Add(base + "scheduleTimeoutSeconds",
+                "applies only to provider Coscheduling (the PodGroup's scheduleTimeoutSeconds), got provider " +
+                    provider);
+    } else {
+      check.Range(base + "scheduleTimeoutSeconds", *policy.schedule_timeout_seconds, 1, INT32_MAX);
+    }
+  }
+  if (policy.queue.has_value()) {
+    if (policy.provider == SchedulingProvider::kKueue) {
+      check.Add(base + "queue", "is not used with provider Kueue: put the LocalQueue's name in the TrainingJob's "
+                                "label " + std::string(kKueueQueueLabel) + " instead");
+    } else if (policy.provider != SchedulingProvider::kVolcano) {
+      check.Add(base + "queue", "applies only to provider Volcano (the PodGroup's queue), got provider " + provider);
+    } else if (!IsDnsSubdomain(*policy.queue)) {
+      check.Add(base + "queue", "must be a Volcano Queue's name (a DNS subdomain), got \"" + *policy.queue + "\"");
+    }
+  }
+  if (policy.priority_class_name.has_value()) {
+    if (policy.provider != SchedulingProvider::kVolcano) {
+      check.Add(base + "priorityClassName",
+                "applies only to provider Volcano (the PodGroup's priorityClassName); with " + provider +
+                    " set spec.template.spec.priorityClassName");
+    } else if (!IsDnsSubdomain(*policy.priority_class_name)) {
+      check.Add(base + "priorityClassName",
+                "must be a PriorityClass name (a DNS subdomain), got \"" + *policy.priority_class_name + "\"");
+    }
+  }
+  if (policy.scheduler_name.has_value() && !IsDnsSubdomain(*policy.scheduler_name)) {
+    check.Add(base + "schedulerName", "must be a scheduler name (a DNS subdomain), got \"" + *policy.scheduler_name + "\"");
+  }
+  // The Pods get one scheduler; a template that names another would be silently overridden.
+  const json pod = job.spec.template_.is_object() ? job.spec.template_.value("spec", json()) : json();
+  const json own = pod.is_object() ? pod.value("schedulerName", json()) : json();
+  if (const std::optional<std::string> effective = policy.EffectiveSchedulerName();
+      effective.has_value() && own.is_string() && own.get<std::string>() != *effective) {
+    check.Add("spec.template.spec.schedulerName",
+              "is \"" + own.get<std::string>() + "\", but spec.runPolicy.schedulingPolicy" +
+                  (policy.scheduler_name.has_value() ? ".schedulerName" : ".provider " + provider) +
+                  " schedules the Pods with \"" + *effective + "\"; remove one or make them equal");
+  }
+  switch (policy.provider) {
+    case SchedulingProvider::kNone:
+      break;
+    case SchedulingProvider::kCoscheduling:
+      CheckProviderKeys(job, {kCoschedulingPodGroupLabel}, {}, check);
+      break;
+    case SchedulingProvider::kVolcano:
+      CheckProviderKeys(job, {}, {kVolcanoGroupNameAnnotation}, check);
+      break;
+    case SchedulingProvider::kKueue: {
+      const auto queue = job.metadata.labels.find(std::string(kKueueQueueLabel));
+      if (queue == job.metadata.labels.end() || queue->second.empty()) {
+        check.Add("metadata.labels." + std::string(kKueueQueueLabel),
+                  "is required with spec.runPolicy.schedulingPolicy.provider Kueue: the name of the LocalQueue "
+                  "the gang waits in");
+      } else if (!IsLabelValue(queue->second)) {
+        check.Add("metadata.labels." + std::string(kKueueQueueLabel),
+                  "must be a LocalQueue name usable as a label value, got \"" + queue->second + "\"");
+      }
+      // Kueue admits a group of plain Pods only once pod-group-total-count Pods exist, all of them.
+      if (policy.min_available.has_value() && *policy.min_available != job.spec.replicas) {
+        check.Add(base + "minAvailable",
+                  "must equal spec.replicas (" + std::to_string(job.spec.replicas) +
+                      ") or be unset with provider Kueue, which admits a group of Pods whole; got " +
+                      std::to_string(*policy.min_available));
+      }
+      if (job.metadata.name.size() > kMaxKueueJobNameLength) {
+        check.Add("metadata.name", "must be at most " + std::to_string(kMaxKueueJobNameLength) +
+                                       " characters with provider Kueue, so the Pod group name <name>-attempt-<n> "
+                                       "fits in a 63-character label; got " +
+                                       std::to_string(job.metadata.name.size()));
+      }
+      CheckProviderKeys(job, {kKueueQueueLabel, kKueuePodGroupNameLabel},
+                        {kKueuePodGroupTotalCountAnnotation, kKueueRetriableInGroupAnnotation, kKueueRoleHashAnnotation},
+                        check);
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
@@ -385,6 +505,7 @@ FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
   CheckCommunication(spec, check);
   CheckRunPolicy(spec.run_policy, check);
   CheckFailurePolicy(spec.run_policy.failure_policy, spec.template_, check);
+  CheckSchedulingPolicy(job, check);
   return errors;
 }
 

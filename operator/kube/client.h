@@ -117,6 +117,12 @@ class Client {
   virtual WatchEnd Watch(const Resource& resource, const std::string& ns,
                          const WatchOptions& options, const WatchCallback& callback,
                          std::stop_token stop = {}) = 0;
+
+  // Discovery of one API group version ("scheduling.volcano.sh/v1beta1", or "v1" for the core
+  // group): the APIResourceList the server serves there. A group version the server does not
+  // serve throws kNotFound. Open to every authenticated user (system:discovery), so it needs no
+  // RBAC. Clients that cannot discover throw kOther.
+  virtual nlohmann::json Discover(const std::string& group_version);
 };
 
 // Follows continue tokens from options.continue_token to the last page (page size

@@ -139,6 +139,14 @@ class ClientImpl final : public Client {
                 {"DELETE", ResourcePath(resource, ns, name), "", "application/json", body.dump()});
   }
 
+  json Discover(const std::string& group_version) override {
+    const std::string path = group_version.find('/') == std::string::npos
+                                 ? "/api/" + PercentEncode(group_version)
+                                 : "/apis/" + PercentEncode(group_version.substr(0, group_version.find('/'))) + "/" +
+                                       PercentEncode(group_version.substr(group_version.find('/') + 1));
+    return Json("discover", true, {"GET", path, "", "", ""});
+  }
+
   WatchEnd Watch(const Resource& resource, const std::string& ns, const WatchOptions& options,
                  const WatchCallback& callback, std::stop_token stop) override {
     Query query;
@@ -298,6 +306,10 @@ class ClientImpl final : public Client {
 };
 
 }  // namespace
+
+json Client::Discover(const std::string& group_version) {
+  throw ApiError(ErrorKind::kOther, 0, "", "this client cannot discover " + group_version);
+}
 
 ListResult ListAll(Client& client, const Resource& resource, const std::string& ns,
                    ListOptions options, const std::function<void(nlohmann::json&)>& transform) {

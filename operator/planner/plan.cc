@@ -8,6 +8,7 @@
 
 #include "operator/planner/children_builder.h"
 #include "operator/planner/pod_builder.h"
+#include "operator/planner/scheduling_state.h"
 #include "operator/planner/status_builder.h"
 #include "sidecar/contract/contract.h"
 
@@ -19,6 +20,7 @@ using std::chrono::seconds;
 
 // What the planner needs to know about one owned Pod.
 struct PodView {
+  const json* source = nullptr;  // the observed Pod
   std::string name;
   std::string uid;
   std::int64_t rank = -1;     // -1: missing or malformed label
@@ -386,6 +388,7 @@ class Planner {
     for (const json& pod : observed.pods) {
       if (IsControlledBy(pod, job_)) {
         pods_.push_back(ViewPod(pod));
+        pods_.back().source = &pod;
       }
     }
     // The kubelet would only restart a sidecar that exited non-zero, and a restarted one cannot
@@ -636,21 +639,34 @@ class Planner {
     }
     CreateMissingPods(by_name);
     CountReplicas();
+    UpdateScheduled();
     UpdateProgress();
   }
 
   void CreateMissingPods(const std::map<std::string, const PodView*>& by_name) {
-    std::int64_t created = 0;
+    std::vector<std::int64_t> missing;
     bool waiting_for_old = false;
     for (std::int64_t rank = 0; rank < job_.spec.replicas; ++rank) {
       const std::string name = PodName(job_, rank);
       auto it = by_name.find(name);
       if (it == by_name.end()) {
-        plan_.actions.push_back(CreateObject{BuildPod(job_, rank, next_.restarts, *next_.ports, config_)});
-        ++created;
+        missing.push_back(rank);
       } else if (it->second->attempt != next_.restarts) {
         waiting_for_old = true;  // the name frees up once the old Pod is gone
       }
+    }
+    if (!missing.empty() && ProviderMissing()) {
+      return;
+    }
+    // The group exists before its first member, so the scheduler never sees a Pod without it.
+    if (!missing.empty()) {
+      if (std::optional<json> group = BuildPodGroup(job_)) {
+        plan_.actions.push_back(CreateObject{std::move(*group)});
+      }
+    }
+    const std::int64_t created = static_cast<std::int64_t>(missing.size());
+    for (const std::int64_t rank : missing) {
+      plan_.actions.push_back(CreateObject{BuildPod(job_, rank, next_.restarts, *next_.ports, config_)});
     }
     if (created > 0) {
       if (!next_.start_time) {
@@ -669,6 +685,74 @@ class Planner {
       SetCondition(next_, kCreated, true, "PodsCreated",
                    "service, secret and " + std::to_string(job_.spec.replicas) + " pods created",
                    now_, job_.metadata.generation);
+    }
+  }
+
+  // The job asks for a gang-scheduling provider the cluster does not serve: no Pods (they would
+  // wait for a scheduler or a group that never comes), Scheduled=False naming the CRD, one Event,
+  // and a look again later. Once discovery finds it, the condition goes and the Pods are created.
+  bool ProviderMissing() {
+    const std::optional<std::string_view> crd = MissingProviderCrd(job_, observed_.providers);
+    const api::Condition* before = next_.FindCondition(kScheduled);
+    const bool announced = before != nullptr && before->status == "False" && before->reason == kSchedulerNotInstalled;
+    if (!crd.has_value()) {
+      if (announced) {
+        RemoveCondition(next_, kScheduled);  // the Pods' placement decides it from here
+      }
+      return false;
+    }
+    const std::string provider(api::SchedulingProviderName(job_.spec.run_policy.scheduling_policy.provider));
+    const std::string message = "spec.runPolicy.schedulingPolicy.provider is " + provider +
+                                ", but the cluster does not serve " + std::string(*crd) + "; install " + provider +
+                                " (docs/operations.md, Gang scheduling); no pods are created until it is there";
+    SetCondition(next_, kScheduled, false, kSchedulerNotInstalled, message, now_, job_.metadata.generation);
+    if (!announced) {
+      Event("Warning", kSchedulerNotInstalled, message);
+    }
+    Requeue(config_.missing_provider_retry);
+    return true;
+  }
+
+  // Scheduled from the current Pods' PodScheduled conditions: True once all are placed, False in
+  // the scheduler's words once one has waited past config_.unschedulable_after.
+  void UpdateScheduled() {
+    if (const api::Condition* before = next_.FindCondition(kScheduled);
+        before != nullptr && before->reason == kSchedulerNotInstalled) {
+      return;  // no Pods yet; ProviderMissing keeps it
+    }
+    std::vector<RankPod> ranks;
+    for (const PodView* pod : Current()) {
+      if (!pod->deleting && pod->source != nullptr) {
+        ranks.push_back({pod->rank, pod->name, pod->source});
+      }
+    }
+    const SchedulingVerdict verdict =
+        JudgeScheduling(ranks, job_.spec.replicas, now_, config_.unschedulable_after);
+    const api::Condition* before = next_.FindCondition(kScheduled);
+    const std::string replicas = std::to_string(job_.spec.replicas);
+    switch (verdict.state) {
+      case SchedulingVerdict::State::kAllScheduled:
+        if (before == nullptr || before->status != "True") {
+          const bool was_false = before != nullptr;
+          SetCondition(next_, kScheduled, true, "AllPodsScheduled", "all " + replicas + " pods are scheduled",
+                       now_, job_.metadata.generation);
+          if (was_false) {
+            Event("Normal", kScheduled, "all " + replicas + " pods are scheduled (attempt " +
+                                            std::to_string(next_.restarts) + ")");
+          }
+        }
+        return;
+      case SchedulingVerdict::State::kWaiting:
+        if (verdict.recheck_after.has_value()) {
+          Requeue(*verdict.recheck_after);
+        }
+        return;
+      case SchedulingVerdict::State::kUnschedulable:
+        if (SetCondition(next_, kScheduled, false, verdict.reason, verdict.message, now_,
+                         job_.metadata.generation)) {
+          Event("Warning", "Unschedulable", verdict.reason + ": " + verdict.message);
+        }
+        return;
     }
   }
 

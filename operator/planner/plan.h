@@ -13,6 +13,7 @@
 
 #include "operator/api/trainingjob.h"
 #include "operator/api/validation.h"
+#include "operator/planner/gang_scheduling.h"
 #include "operator/ports/port_ledger.h"
 
 namespace ringleader::planner {
@@ -26,6 +27,11 @@ struct PlannerConfig {
   bool default_host_network = false;
   // How long to wait before trying again when every port block is taken.
   std::chrono::seconds exhausted_retry{30};
+  // A current Pod unscheduled this long turns the job's Scheduled condition False
+  // (--unschedulable-after).
+  std::chrono::seconds unschedulable_after{60};
+  // How soon a job whose gang-scheduling provider the cluster lacks is looked at again.
+  std::chrono::seconds missing_provider_retry{60};
 };
 
 struct Observed {
@@ -40,6 +46,8 @@ struct Observed {
   // The rank-0 sidecar's last communication summary, when the operator could read one.
   std::optional<api::CommunicationStatus> summary;
   api::Time now;
+  // The gang-scheduling providers the API server serves, as discovery last found them.
+  SchedulingProviders providers;
 };
 
 struct CreateObject {
@@ -47,7 +55,7 @@ struct CreateObject {
   bool operator==(const CreateObject&) const = default;
 };
 struct DeleteObject {
-  std::string kind;  // "Pod", "Service" or "Secret"
+  std::string kind;  // "Pod", "Service" or "Secret" (PodGroups go with the job)
   std::string name;
   std::string uid;   // a precondition, so a newer object of the same name is never deleted
   bool operator==(const DeleteObject&) const = default;
@@ -100,6 +108,10 @@ inline constexpr std::string_view kSucceeded = "Succeeded";
 inline constexpr std::string_view kFailed = "Failed";
 inline constexpr std::string_view kSuspended = "Suspended";
 inline constexpr std::string_view kPreflightPassed = "PreflightPassed";
+// True once every current Pod is placed; False once one waits past unschedulable_after, or when
+// the job's gang-scheduling provider is not installed (reason kSchedulerNotInstalled).
+inline constexpr std::string_view kScheduled = "Scheduled";
+inline constexpr std::string_view kSchedulerNotInstalled = "SchedulerNotInstalled";
 
 // The Pod condition Kubernetes sets on a Pod it preempts, evicts or drains.
 inline constexpr std::string_view kDisruptionTarget = "DisruptionTarget";

@@ -11,6 +11,7 @@
 
 #include "operator/api/quantity.h"
 #include "operator/planner/children_builder.h"
+#include "operator/planner/gang_scheduling.h"
 #include "sidecar/contract/contract.h"
 
 namespace ringleader::planner {
@@ -561,7 +562,9 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   init.push_back(BuildPreflight(job, rank, attempt, ports, master_addr, containers, config));
   spec["initContainers"] = std::move(init);
 
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};
+  DecoratePod(job, attempt, pod);  // the gang-scheduling provider's labels, annotations, scheduler
+  return pod;
 }
 
 }  // namespace ringleader::planner

@@ -14,7 +14,17 @@ namespace ringleader::runtime {
 
 using nlohmann::json;
 
-kube::Resource ChildResource(const std::string& kind) {
+kube::Resource ChildResource(const std::string& kind, const std::string& api_version) {
+  if (kind == planner::kPodGroupKind) {
+    if (api_version == planner::kCoschedulingApiVersion) {
+      return kube::CoschedulingPodGroups();
+    }
+    if (api_version == planner::kVolcanoApiVersion) {
+      return kube::VolcanoPodGroups();
+    }
+    throw std::invalid_argument("the operator does not create PodGroups of " +
+                                (api_version.empty() ? std::string("an unnamed apiVersion") : api_version));
+  }
   if (kind == "Pod") {
     return kube::Pods();
   }
@@ -134,10 +144,16 @@ ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& objec
   const std::string kind = object.value("kind", "");
   const std::string name = object["metadata"].value("name", "");
   const std::string key = job.Key();
+  const kube::Resource resource = ChildResource(kind, object.value("apiVersion", ""));
+  // No informer watches PodGroups (their CRDs may come and go): the planner asks for one only
+  // with the Pods it precedes, and an existing one counts as created, so there is nothing to wait for.
+  const bool cached = kind != planner::kPodGroupKind;
   try {
     ++writes_.creates;
-    client_.Create(ChildResource(kind), job.metadata.namespace_, object);
-    expectations_.Expect(key, {Expectation::Kind::kCreated, kind, name, "", ""});
+    client_.Create(resource, job.metadata.namespace_, object);
+    if (cached) {
+      expectations_.Expect(key, {Expectation::Kind::kCreated, kind, name, "", ""});
+    }
     return {};
   } catch (const kube::ApiError& e) {
     ++writes_.failed;
@@ -158,8 +174,11 @@ ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& objec
   // The name is taken. Ours (a cache that lags behind): wait for the cache. Someone else's: say
   // so on the job, since the planner would otherwise try again forever.
   try {
-    const json existing = client_.Get(ChildResource(kind), job.metadata.namespace_, name);
+    json existing = client_.Get(resource, job.metadata.namespace_, name);
     if (planner::IsControlledBy(existing, job)) {
+      if (!cached) {
+        return RefreshPodGroup(job, std::move(existing), object);
+      }
       expectations_.Expect(key, {Expectation::Kind::kCreated, kind, name, "", ""});
       return {};
     }
@@ -176,6 +195,42 @@ ApplyOutcome Applier::CreateChild(const api::TrainingJob& job, const json& objec
     metrics_->CountCreateRefused(kind, kNameConflict);
   }
   return Refused({kind, name, std::string(kNameConflict), message}, message);
+}
+
+ApplyOutcome Applier::RefreshPodGroup(const api::TrainingJob& job, json existing, const json& wanted) {
+  const json& spec = wanted.contains("spec") ? wanted["spec"] : json::object();
+  json& current = existing["spec"];
+  if (!current.is_object()) {
+    current = json::object();
+  }
+  bool changed = false;
+  // The fields ringleader sets; others (a provider's defaults, minResources) stay as they are.
+  for (const char* field : {"minMember", "scheduleTimeoutSeconds", "queue", "priorityClassName"}) {
+    const auto want = spec.find(field);
+    const auto have = current.find(field);
+    if (want != spec.end() && (have == current.end() || *have != *want)) {
+      current[field] = *want;
+      changed = true;
+    } else if (want == spec.end() && have != current.end() && std::string_view(field) != "queue") {
+      current.erase(field);  // Volcano defaults the queue itself; a cleared one stays its default
+      changed = true;
+    }
+  }
+  if (!changed) {
+    return {};
+  }
+  const std::string kind = wanted.value("kind", "");
+  const std::string name = wanted["metadata"].value("name", "");
+  try {
+    ++writes_.creates;  // counted with the create it completes
+    client_.Update(ChildResource(kind, wanted.value("apiVersion", "")), job.metadata.namespace_, existing);
+    logger_.Info("updated the job's PodGroup to its spec", {{"job", job.Key()}, {"podgroup", name}});
+    return {};
+  } catch (const kube::ApiError& e) {
+    ++writes_.failed;
+    // A conflict means someone (the provider's controller) wrote it meanwhile: plan again.
+    return {ApplyOutcome::Result::kError, "updating " + kind + " " + name + ": " + Describe(e), false, std::nullopt};
+  }
 }
 
 void Applier::RecordEvent(const api::TrainingJob& job, const planner::RecordEvent& event) {

@@ -30,7 +30,7 @@ inline constexpr std::string_view kNameConflict = "NameConflict";
 // ResourceQuota or an admission webhook answers; 422 Invalid; 400 BadRequest), or the name is
 // taken by an object this job does not own.
 struct CreateRefusal {
-  std::string kind;      // Pod, Service or Secret
+  std::string kind;      // Pod, Service, Secret or PodGroup
   std::string name;
   std::string refused_by;  // the API's reason (Forbidden, Invalid, BadRequest) or NameConflict
   std::string message;   // the API's own message, or ours for a NameConflict
@@ -77,6 +77,9 @@ class Applier {
 
  private:
   ApplyOutcome CreateChild(const api::TrainingJob& job, const nlohmann::json& object);
+  // A PodGroup of this job that exists already keeps its object; its spec is brought to the
+  // plan's (minMember and the rest may have changed while no Pods were there).
+  ApplyOutcome RefreshPodGroup(const api::TrainingJob& job, nlohmann::json existing, const nlohmann::json& wanted);
 
   kube::Client& client_;
   Expectations& expectations_;
@@ -86,7 +89,8 @@ class Applier {
   WriteCounts writes_;
 };
 
-// The resource for a child kind the planner creates: Pod, Service or Secret.
-kube::Resource ChildResource(const std::string& kind);
+// The resource for a child kind the planner creates: Pod, Service, Secret, or a PodGroup, which
+// needs its apiVersion too (scheduler-plugins' and Volcano's share the kind).
+kube::Resource ChildResource(const std::string& kind, const std::string& api_version = "");
 
 }  // namespace ringleader::runtime

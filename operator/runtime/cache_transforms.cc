@@ -26,7 +26,7 @@ json TrimMetadata(json& meta) {
   if (!meta.is_object()) {
     return kept;
   }
-  for (const char* field : {"name", "namespace", "uid", "deletionTimestamp"}) {
+  for (const char* field : {"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp"}) {
     Keep(meta, kept, field);
   }
   if (auto labels = meta.find("labels"); labels != meta.end() && labels->is_object()) {
@@ -93,6 +93,10 @@ void TrimPod(json& pod) {
         for (const char* field : {"type", "status", "reason", "message"}) {
           Keep(condition, trimmed_condition, field);
         }
+        // How long a Pod has waited for a node (the job's Scheduled condition) starts here.
+        if (trimmed_condition.value("type", "") == "PodScheduled") {
+          Keep(condition, trimmed_condition, "lastTransitionTime");
+        }
         kept_conditions.push_back(std::move(trimmed_condition));
       }
       trimmed["conditions"] = std::move(kept_conditions);
@@ -103,6 +107,14 @@ void TrimPod(json& pod) {
       }
     }
     kept["status"] = std::move(trimmed);
+  }
+  // Where and by whom it is scheduled, for the Scheduled condition.
+  if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
+    json trimmed = json::object();
+    for (const char* field : {"nodeName", "schedulerName"}) {
+      Keep(*spec, trimmed, field);
+    }
+    kept["spec"] = std::move(trimmed);
   }
   pod = std::move(kept);
 }

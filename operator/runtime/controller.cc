@@ -178,6 +178,7 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
       summary_reader_(summary_reader),
       queue_(options_.queue, clock_),
       applier_(client, expectations_, logger, metrics, options_.identity),
+      providers_(client, logger),
       jobs_(client, JobInformer(options_)),
       pods_(client, ChildInformer(kube::Pods(), options_, TrimPod)),
       services_(client, ChildInformer(kube::Services(), options_, TrimToOwnership)),
@@ -334,6 +335,7 @@ void Controller::Run(std::stop_token stop) {
   }
   if (!stop.stop_requested()) {
     RebuildLedger();
+    providers_.Refresh();  // before any job is planned, so none is told its provider is missing
     logger_.Info("caches synced", {{"jobs", jobs_.Size()}, {"pods", pods_.Size()}});
     for (const ObjectPtr& job : jobs_.List()) {
       queue_.Add(ObjectKey(*job));
@@ -350,8 +352,13 @@ void Controller::Run(std::stop_token stop) {
       workers.emplace_back([this, stop, i] { Work(stop, i); });
     }
     auto next_resync = std::chrono::steady_clock::now() + options_.resync_period;
+    auto next_discovery = std::chrono::steady_clock::now() + options_.provider_discovery_interval;
     while (!stop.stop_requested()) {
       PublishGauges();
+      if (std::chrono::steady_clock::now() >= next_discovery) {
+        RefreshProviders();
+        next_discovery = std::chrono::steady_clock::now() + options_.provider_discovery_interval;
+      }
       if (std::chrono::steady_clock::now() >= next_resync) {
         for (const ObjectPtr& job : jobs_.List()) {
           queue_.Add(ObjectKey(*job));
@@ -585,6 +592,7 @@ std::string Controller::Reconcile(const std::string& key) {
   }
   observed.summary = Summary(job, pods);
   observed.now = Now();
+  observed.providers = providers_.Current();
 
   planner::Plan plan;
   {
@@ -643,6 +651,15 @@ std::string Controller::Reconcile(const std::string& key) {
   return "success";
 }
 
+void Controller::RefreshProviders() {
+  if (!providers_.Refresh()) {
+    return;
+  }
+  for (const ObjectPtr& job : jobs_.List()) {
+    queue_.Add(ObjectKey(*job));
+  }
+}
+
 void Controller::PublishGauges() {
   if (metrics_ == nullptr) {
     return;
@@ -656,6 +673,27 @@ void Controller::PublishGauges() {
     ++states[state.empty() ? "Pending" : state];
   }
   metrics_->SetJobsByState(states);
+  {
+    // Only jobs still waiting to run: a finished or suspended job keeps its last Scheduled.
+    std::map<std::string, int> unschedulable;
+    for (const ObjectPtr& job : jobs_.List()) {
+      const auto status = job->find("status");
+      if (status == job->end() || !status->is_object()) {
+        continue;
+      }
+      const std::string state = status->value("state", "");
+      if (state == "Succeeded" || state == "Failed" || state == "Suspended") {
+        continue;
+      }
+      for (const json& condition : status->value("conditions", json::array())) {
+        if (condition.is_object() && condition.value("type", "") == planner::kScheduled &&
+            condition.value("status", "") == "False") {
+          ++unschedulable[condition.value("reason", "")];
+        }
+      }
+    }
+    metrics_->SetUnschedulableJobs(unschedulable);
+  }
   {
     std::map<std::string, int> refused;
     std::lock_guard lock(refused_mutex_);

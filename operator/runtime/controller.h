@@ -21,6 +21,7 @@
 #include "operator/runtime/informer.h"
 #include "operator/runtime/liveness.h"
 #include "operator/runtime/logger.h"
+#include "operator/runtime/provider_discovery.h"
 #include "operator/runtime/summary_reader.h"
 #include "operator/runtime/work_queue.h"
 
@@ -48,6 +49,8 @@ struct ControllerOptions {
   // enqueues the job meanwhile, it is never a tight loop.
   std::chrono::milliseconds refused_create_backoff{5'000};
   std::chrono::milliseconds refused_create_backoff_max{300'000};
+  // How often API discovery is asked again which gang-scheduling providers the cluster serves.
+  std::chrono::seconds provider_discovery_interval{60};
 };
 
 class Controller {
@@ -89,6 +92,8 @@ class Controller {
   // A block was freed: jobs still waiting for ports are planned again now.
   void EnqueuePortWaiters();
   void PublishGauges();
+  // Asks discovery again; when a provider came or went, every job is planned again.
+  void RefreshProviders();
 
   // A job's last refused create, while its creates wait out the backoff.
   struct RefusedCreates {
@@ -115,6 +120,7 @@ class Controller {
   WorkQueue queue_;
   Expectations expectations_;
   Applier applier_;
+  ProviderDiscovery providers_;
   Informer jobs_;
   Informer pods_;
   Informer services_;

@@ -263,6 +263,20 @@ const std::vector<Setting>& Settings() {
          c.summary_interval = Seconds(text, where);
        },
        [](const OperatorConfig& c) { return std::to_string(c.summary_interval.count()); }},
+      {"unschedulable-after", "unschedulableAfter", kSecondsHelp,
+       "a job's Scheduled condition turns False once a current Pod is unscheduled this long", Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.unschedulable_after = Seconds(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.unschedulable_after.count()); }},
+      {"provider-discovery-interval", "providerDiscoveryInterval", kSecondsHelp,
+       "how often API discovery is asked which gang-scheduling providers (coscheduling, Volcano, Kueue) "
+       "the cluster serves",
+       Kind::kInt,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.provider_discovery_interval = Seconds(text, where);
+       },
+       [](const OperatorConfig& c) { return std::to_string(c.provider_discovery_interval.count()); }},
       {"log-format", "logFormat", "json|text", "JSON lines or plain text on stderr", Kind::kString,
        [](const std::string& text, const std::string& where, OperatorConfig& c) {
          if (text != "json" && text != "text") {

@@ -42,6 +42,10 @@ struct OperatorConfig {
   std::chrono::seconds resync_period{300};
   // How often rank 0's /summary of a running job is read into status.communication.
   std::chrono::seconds summary_interval{60};
+  // A current Pod unscheduled this long turns its job's Scheduled condition False.
+  std::chrono::seconds unschedulable_after{60};
+  // How often API discovery is asked which gang-scheduling providers the cluster serves.
+  std::chrono::seconds provider_discovery_interval{60};
   bool json_logs = true;  // JSON lines on stderr; false: plain text
   // /healthz fails past these (0 turns a check off); see LivenessOptions.
   std::chrono::seconds liveness_reconcile_timeout{600};
@@ -56,6 +60,7 @@ struct OperatorConfig {
 //   --identity NAME  --lease-duration SECONDS  --renew-deadline SECONDS  --retry-period SECONDS
 //   --metrics-bind-address ADDR  --health-probe-bind-address ADDR  --workers N
 //   --kube-api-qps Q  --kube-api-burst N  --resync-period SECONDS  --summary-interval SECONDS
+//   --unschedulable-after SECONDS  --provider-discovery-interval SECONDS
 //   --log-format json|text
 //   --liveness-reconcile-timeout SECONDS  --liveness-informer-timeout SECONDS
 //   --liveness-queue-timeout SECONDS  (0 turns that liveness check off)

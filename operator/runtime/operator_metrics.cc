@@ -12,7 +12,10 @@ constexpr std::array<std::string_view, 7> kJobStates = {
     "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
 // The condition reasons a job's refused creates are reported under (controller.h).
 constexpr std::array<std::string_view, 2> kRefusalReasons = {"CreateRefused", "NameConflict"};
-constexpr std::array<std::string_view, 3> kChildKinds = {"Pod", "Service", "Secret"};
+constexpr std::array<std::string_view, 4> kChildKinds = {"Pod", "Service", "Secret", "PodGroup"};
+// The reasons of Scheduled=False exported as they are; any other scheduler's reason is "other".
+constexpr std::array<std::string_view, 5> kUnschedulableReasons = {"Unschedulable", "SchedulingGated", "NotScheduled",
+                                                                   "SchedulerNotInstalled", "other"};
 constexpr std::array<std::string_view, 4> kRefusedBy = {"Forbidden", "Invalid", "BadRequest", "NameConflict"};
 constexpr std::array<std::string_view, 4> kReconcileResults = {"success", "requeue", "conflict",
                                                                "error"};
@@ -83,7 +86,12 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
                                 .Name("ringleader_operator_jobs_creates_refused")
                                 .Help("TrainingJobs whose last create was refused, by condition reason "
                                       "(CreateRefused, NameConflict); retried with backoff")
-                                .Register(registry)) {
+                                .Register(registry)),
+      jobs_unschedulable_(prometheus::BuildGauge()
+                              .Name("ringleader_operator_jobs_unschedulable")
+                              .Help("Active TrainingJobs with the condition Scheduled=False, by its reason "
+                                    "(Unschedulable, SchedulingGated, NotScheduled, SchedulerNotInstalled, other)")
+                              .Register(registry)) {
   // Every known series exists from the start, so rate() and absent() see a zero, not a gap.
   for (const std::string_view result : kReconcileResults) {
     reconciles_.Add({{"result", std::string(result)}});
@@ -95,6 +103,7 @@ OperatorMetrics::OperatorMetrics(prometheus::Registry& registry)
     }
   }
   SetJobsWithRefusedCreates({});
+  SetUnschedulableJobs({});
 }
 
 void OperatorMetrics::ObserveReconcile(std::string_view result, double seconds) {
@@ -140,6 +149,20 @@ void OperatorMetrics::SetJobsWithRefusedCreates(const std::map<std::string, int>
     const std::string name(reason);
     const auto it = counts.find(name);
     jobs_creates_refused_.Add({{"reason", name}}).Set(it == counts.end() ? 0 : it->second);
+  }
+}
+
+void OperatorMetrics::SetUnschedulableJobs(const std::map<std::string, int>& counts) {
+  std::map<std::string, int> known;
+  for (const auto& [reason, count] : counts) {
+    const bool listed =
+        std::find(kUnschedulableReasons.begin(), kUnschedulableReasons.end(), reason) != kUnschedulableReasons.end();
+    known[listed ? reason : "other"] += count;
+  }
+  for (const std::string_view reason : kUnschedulableReasons) {
+    const std::string name(reason);
+    const auto it = known.find(name);
+    jobs_unschedulable_.Add({{"reason", name}}).Set(it == known.end() ? 0 : it->second);
   }
 }
 

@@ -32,6 +32,9 @@ class OperatorMetrics {
   //                                                          BadRequest, NameConflict)
   //   ringleader_operator_jobs_creates_refused{reason}       gauge, jobs whose last create was
   //                                                          refused (CreateRefused, NameConflict)
+  //   ringleader_operator_jobs_unschedulable{reason}         gauge, active jobs with Scheduled=False
+  //                                                          (Unschedulable, SchedulingGated,
+  //                                                          NotScheduled, SchedulerNotInstalled, other)
   explicit OperatorMetrics(prometheus::Registry& registry);
 
   void ObserveReconcile(std::string_view result, double seconds);
@@ -42,10 +45,12 @@ class OperatorMetrics {
   void SetPorts(double in_use, double capacity);
   void SetLeader(bool leader);
   void CountEvent(std::string_view type, std::string_view reason);
-  // `kind` is Pod, Service or Secret.
+  // `kind` is Pod, Service, Secret or PodGroup.
   void CountCreateRefused(std::string_view kind, std::string_view reason);
   // Replaces every reason's count; reasons missing from `counts` are set to 0.
   void SetJobsWithRefusedCreates(const std::map<std::string, int>& counts);
+  // Replaces every reason's count (reasons outside the list count as "other").
+  void SetUnschedulableJobs(const std::map<std::string, int>& counts);
 
  private:
   prometheus::Family<prometheus::Counter>& reconciles_;
@@ -59,6 +64,7 @@ class OperatorMetrics {
   prometheus::Family<prometheus::Counter>& events_;
   prometheus::Family<prometheus::Counter>& creates_refused_;
   prometheus::Family<prometheus::Gauge>& jobs_creates_refused_;
+  prometheus::Family<prometheus::Gauge>& jobs_unschedulable_;
 };
 
 }  // namespace ringleader::runtime

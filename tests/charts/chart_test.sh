@@ -46,6 +46,9 @@ cases=(
   "no-leader-election|leaderElection.enabled=false,replicaCount=1,operator.logFormat=text,monitoring.dashboard.enabled=false|--leader-election off --kinds $base_kinds,ClusterRole,ClusterRoleBinding"
   "everything-off|monitoring.dashboard.enabled=false,operator.portRange=40000-40999,operator.workers=8|--kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
   "host-network-jobs|jobDefaults.hostNetwork=true,monitoring.podMonitor.enabled=true|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,PodMonitor"
+  "gang-all-providers|gangScheduling.coscheduling.enabled=true,gangScheduling.volcano.enabled=true,gangScheduling.kueue.enabled=true,operator.unschedulableAfterSeconds=120|--gang coscheduling,volcano,kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
+  "gang-volcano-in-namespaces|gangScheduling.volcano.enabled=true,operator.watchNamespaces={team-a}|--gang volcano --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
+  "gang-kueue-grants-nothing|gangScheduling.kueue.enabled=true|--gang kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
   "host-network-jobs-monitoring-off|jobDefaults.hostNetwork=true,monitoring.dashboard.enabled=false|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
 )
 for entry in "${cases[@]}"; do
@@ -81,7 +84,8 @@ grep -q '^kind: CustomResourceDefinition$' <<<"$with_crds" ||
 # values.schema.json rejects bad values.
 for bad in monitoring.prometheusRule.trainingBusBandwidthFraction=0 monitoring.prometheusRule.trainingBusBandwidthFraction=2 \
   jobDefaults.hostNetwork=maybe operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
-  operator.watchNamespaces={Team_A} image.pullPolicy=Sometimes operator.bogus=1; do
+  operator.watchNamespaces={Team_A} image.pullPolicy=Sometimes operator.bogus=1 \
+  gangScheduling.volcano.enabled=maybe gangScheduling.yunikorn.enabled=true operator.unschedulableAfterSeconds=0; do
   if "$helm" lint --strict "$chart" --set "$bad" >/dev/null 2>&1; then
     fail "values.schema.json accepts $bad"
   fi

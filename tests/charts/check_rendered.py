@@ -25,6 +25,13 @@ JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, a
     *[("", "secrets", v) for v in ("get", "list", "watch", "create")],
     ("", "events", "create"),
 ]
+# What each gang-scheduling provider the chart enables adds: the job's PodGroup is created, read
+# when it exists and brought to the job's spec (operator/runtime/applier.cc). Kueue adds nothing.
+GANG_RULES = {
+    "coscheduling": [("scheduling.x-k8s.io", "podgroups", v) for v in ("get", "create", "update")],
+    "volcano": [("scheduling.volcano.sh", "podgroups", v) for v in ("get", "create", "update")],
+    "kueue": [],
+}
 errors = []
 
 
@@ -137,6 +144,7 @@ def main():
     p.add_argument("--rules")
     p.add_argument("--floor")
     p.add_argument("--training-fraction", default="0.5")
+    p.add_argument("--gang", default="", help="gang-scheduling providers enabled, comma-separated")
     a = p.parse_args()
     with open(a.rendered) as f:
         objects = json.load(f)["items"]
@@ -173,7 +181,10 @@ def main():
 
     grants, subjects = rbac_grants(objects, a.namespace)
     scopes = watch or ["cluster"]
-    want = {(s, g, r, v, "*") for s in scopes for g, r, v in JOB_RULES}
+    rules = list(JOB_RULES)
+    for provider in filter(None, a.gang.split(",")):
+        rules += GANG_RULES[provider]
+    want = {(s, g, r, v, "*") for s in scopes for g, r, v in rules}
     if a.leader_election == "on":
         lease = values["leader-election-id"]
         want |= {(a.namespace, "coordination.k8s.io", "leases", "create", "*"),

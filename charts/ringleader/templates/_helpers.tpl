@@ -71,4 +71,15 @@ tests/e2e/chart_install_test checks each grant is used.
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+{{- /* A job's PodGroup: created before its Pods, read and brought to the job's spec when it exists. */}}
+{{- if .Values.gangScheduling.coscheduling.enabled }}
+- apiGroups: [scheduling.x-k8s.io]
+  resources: [podgroups]
+  verbs: [get, create, update]
+{{- end }}
+{{- if .Values.gangScheduling.volcano.enabled }}
+- apiGroups: [scheduling.volcano.sh]
+  resources: [podgroups]
+  verbs: [get, create, update]
+{{- end }}
 {{- end }}

@@ -39,6 +39,7 @@ Plan FakeCluster::PlanNow(api::Time now) const {
   observed.fresh_token = "token-" + std::to_string(next_uid_);
   observed.summary = summary_;
   observed.now = now;
+  observed.providers = providers_;
   return MakePlan(observed, config_);
 }
 
@@ -82,6 +83,8 @@ void FakeCluster::Apply(const Plan& plan) {
         service_ = object;
       } else if (kind == "Secret") {
         secret_ = object;
+      } else if (kind == "PodGroup") {
+        pod_groups_[name] = object;
       }
     } else if (const auto* del = std::get_if<DeleteObject>(&action)) {
       if (del->kind == "Pod") {

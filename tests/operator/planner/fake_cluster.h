@@ -38,6 +38,10 @@ class FakeCluster {
   ports::PortLedger& ledger() { return ledger_; }
   PlannerConfig& config() { return config_; }
   void set_summary(api::CommunicationStatus summary) { summary_ = std::move(summary); }
+  // What discovery says the cluster serves (Observed::providers); nothing by default.
+  SchedulingProviders& providers() { return providers_; }
+  // PodGroups created by name (a create of an existing one replaces it, as the applier does).
+  const std::map<std::string, nlohmann::json>& pod_groups() const { return pod_groups_; }
 
   // Kubelet-like drivers. A Pod set Running or Succeeded has its init containers done: the
   // sidecar started (unless its status was set already) and the preflight exited 0.
@@ -83,6 +87,8 @@ class FakeCluster {
   ports::PortLedger ledger_;
   PlannerConfig config_;
   std::optional<api::CommunicationStatus> summary_;
+  SchedulingProviders providers_;
+  std::map<std::string, nlohmann::json> pod_groups_;
   int next_uid_ = 1;
   bool graceful_ = false;
   bool job_deleted_ = false;

@@ -54,7 +54,7 @@ void ExpectSamePlan(FakeCluster& cluster, const std::string& state) {
   EXPECT_EQ(full.release_ports, trimmed.release_ports) << state;
 }
 
-TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipAndStatusOnly) {
+TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipStatusAndPlacementOnly) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.ReconcileUntilStable(At(0));
   cluster.FailContainer("demo-1", 137, "OOMKilled");
@@ -68,10 +68,15 @@ TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipAndStatusOnly) {
   pod["status"]["podIP"] = "10.1.0.7";
   pod["status"]["conditions"] = json::array(
       {{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"},
-        {"message", "Eviction API: evicting"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}}});
+        {"message", "Eviction API: evicting"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
+       {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:01Z"}}});
+  pod["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z";
+  pod["spec"]["nodeName"] = "node-3";
   TrimPod(pod);
 
-  EXPECT_FALSE(pod.contains("spec"));
+  // Of the spec only where and by whom it is scheduled, for the Scheduled condition.
+  EXPECT_EQ(pod["spec"], json({{"nodeName", "node-3"}}));
+  EXPECT_EQ(pod["metadata"]["creationTimestamp"], "2026-01-01T00:00:00Z");
   EXPECT_EQ(pod["metadata"]["name"], "demo-1");
   EXPECT_FALSE(pod["metadata"]["labels"].contains("team"));
   EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/rank"], "1");
@@ -82,10 +87,12 @@ TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipAndStatusOnly) {
   EXPECT_EQ(pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
   EXPECT_EQ(pod["status"]["podIP"], "10.1.0.7");
   EXPECT_FALSE(pod["status"].contains("hostIP"));
-  // The failure policy reads every condition (DisruptionTarget, onPodConditions).
+  // The failure policy reads every condition (DisruptionTarget, onPodConditions); how long a Pod
+  // has waited for a node needs PodScheduled's time.
   EXPECT_EQ(pod["status"]["conditions"],
             json::array({{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"},
-                          {"message", "Eviction API: evicting"}}}));
+                          {"message", "Eviction API: evicting"}},
+                         {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:01Z"}}}));
 }
 
 TEST(CacheTransformsTest, SecretsKeepNoData) {

@@ -839,3 +839,112 @@ TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff
 
 }  // namespace
 }  // namespace ringleader::runtime
+
+namespace ringleader::runtime {
+namespace {
+
+// Volcano's PodGroup CRD as far as the operator needs it: what makes discovery serve it.
+json VolcanoPodGroupCrd() {
+  return {{"apiVersion", "apiextensions.k8s.io/v1"},
+          {"kind", "CustomResourceDefinition"},
+          {"metadata", {{"name", "podgroups.scheduling.volcano.sh"}}},
+          {"spec",
+           {{"group", "scheduling.volcano.sh"},
+            {"scope", "Namespaced"},
+            {"names", {{"kind", "PodGroup"}, {"listKind", "PodGroupList"}, {"plural", "podgroups"}, {"singular", "podgroup"}}},
+            {"versions",
+             json::array({{{"name", "v1beta1"},
+                           {"served", true},
+                           {"storage", true},
+                           {"schema",
+                            {{"openAPIV3Schema",
+                              {{"type", "object"},
+                               {"properties",
+                                {{"spec", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}},
+                                 {"status", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}}}}}}})}}}};
+}
+
+TEST_F(ControllerTest, AMissingProviderHoldsThePodsUntilDiscoveryFindsItsCrd) {
+  StartController({61000, 61099}, {}, [](ControllerOptions& options) {
+    options.provider_discovery_interval = seconds(1);
+  });
+  json job = Job("gang", 2);
+  job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}, {"queue", "research"}};
+  client_->Create(kube::TrainingJobs(), "default", job);
+  ASSERT_TRUE(Eventually([&] {
+    const json current = GetJob("gang");
+    const json* scheduled = Condition(current, "Scheduled");
+    return scheduled != nullptr && scheduled->value("reason", "") == "SchedulerNotInstalled";
+  })) << GetJob("gang")["status"].dump();
+  EXPECT_EQ((*Condition(GetJob("gang"), "Scheduled"))["status"], "False");
+  EXPECT_THAT((*Condition(GetJob("gang"), "Scheduled"))["message"].get<std::string>(),
+              ::testing::HasSubstr("does not serve podgroups.scheduling.volcano.sh"));
+  EXPECT_TRUE(Pods("gang").empty());
+
+  client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
+  ASSERT_TRUE(Eventually([&] { return Pods("gang").size() == 2; })) << GetJob("gang")["status"].dump();
+  const json group = client_->Get(kube::VolcanoPodGroups(), "default", "gang");
+  EXPECT_EQ(group["spec"], json({{"minMember", 2}, {"queue", "research"}}));
+  EXPECT_EQ(group["metadata"]["ownerReferences"][0]["uid"], GetJob("gang")["metadata"]["uid"]);
+  for (const json& pod : Pods("gang")) {
+    EXPECT_EQ(pod["spec"]["schedulerName"], "volcano");
+    EXPECT_EQ(pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"], "gang");
+  }
+  ASSERT_TRUE(Eventually([&] { return Condition(GetJob("gang"), "Scheduled") == nullptr; }))
+      << GetJob("gang")["status"].dump();
+  EXPECT_EQ(Events("SchedulerNotInstalled").size(), 1u);
+}
+
+TEST_F(ControllerTest, AnExistingPodGroupOfTheJobIsKeptAndBroughtToItsSpec) {
+  client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
+  // The job exists first so its PodGroup can name it; it stays suspended until the group is there.
+  json job = Job("regroup", 3);
+  job["spec"]["runPolicy"]["suspend"] = true;
+  job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}};
+  const json created = client_->Create(kube::TrainingJobs(), "default", job);
+  json group = {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                {"kind", "PodGroup"},
+                {"metadata",
+                 {{"name", "regroup"},
+                  {"ownerReferences",
+                   json::array({{{"apiVersion", "ringleader.dev/v1alpha1"},
+                                 {"kind", "TrainingJob"},
+                                 {"name", "regroup"},
+                                 {"uid", created["metadata"]["uid"]},
+                                 {"controller", true}}})}}},
+                {"spec", {{"minMember", 1}, {"queue", "default"}}}};
+  const std::string group_uid = client_->Create(kube::VolcanoPodGroups(), "default", group)["metadata"]["uid"];
+  StartController();
+  client_->Patch(kube::TrainingJobs(), "default", "regroup", kube::PatchType::kMerge,
+                 {{"spec", {{"runPolicy", {{"suspend", false}}}}}});
+  ASSERT_TRUE(Eventually([&] { return Pods("regroup").size() == 3; })) << GetJob("regroup")["status"].dump();
+  const json updated = client_->Get(kube::VolcanoPodGroups(), "default", "regroup");
+  EXPECT_EQ(updated["metadata"]["uid"], group_uid);  // kept, not replaced
+  EXPECT_EQ(updated["spec"], json({{"minMember", 3}, {"queue", "default"}}));  // Volcano's queue stays
+  const json regrouped = GetJob("regroup");
+  EXPECT_FALSE(Condition(regrouped, "Created") != nullptr && (*Condition(regrouped, "Created"))["reason"] == "NameConflict");
+}
+
+TEST_F(ControllerTest, APodGroupOwnedBySomeoneElseIsANameConflict) {
+  client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
+  client_->Create(kube::VolcanoPodGroups(), "default",
+                  {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                   {"kind", "PodGroup"},
+                   {"metadata", {{"name", "taken"}}},
+                   {"spec", {{"minMember", 1}}}});
+  StartController();
+  json job = Job("taken", 2);
+  job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}};
+  client_->Create(kube::TrainingJobs(), "default", job);
+  ASSERT_TRUE(Eventually([&] {
+    const json current = GetJob("taken");
+    const json* created = Condition(current, "Created");
+    return created != nullptr && created->value("reason", "") == "NameConflict";
+  })) << GetJob("taken")["status"].dump();
+  EXPECT_THAT((*Condition(GetJob("taken"), "Created"))["message"].get<std::string>(),
+              ::testing::HasSubstr("PodGroup taken already exists and is not owned by this TrainingJob"));
+  EXPECT_TRUE(Pods("taken").empty());
+}
+
+}  // namespace
+}  // namespace ringleader::runtime

@@ -155,7 +155,7 @@ TEST_F(OperatorMetricsTest, CountsEventsByTypeAndReason) {
 
 TEST_F(OperatorMetricsTest, CountsRefusedCreatesByKindAndReasonFromZero) {
   auto series = Series("ringleader_operator_creates_refused_total");
-  EXPECT_EQ(series.size(), 12u);  // Pod, Service, Secret x Forbidden, Invalid, BadRequest, NameConflict
+  EXPECT_EQ(series.size(), 16u);  // Pod, Service, Secret, PodGroup x Forbidden, Invalid, BadRequest, NameConflict
   metrics_.CountCreateRefused("Pod", "Forbidden");
   metrics_.CountCreateRefused("Pod", "Forbidden");
   metrics_.CountCreateRefused("Pod", "NameConflict");
@@ -173,6 +173,21 @@ TEST_F(OperatorMetricsTest, JobsWithRefusedCreatesExportBothReasonsAndResetMissi
   ASSERT_EQ(series.size(), 2u);
   EXPECT_EQ((series[{{"reason", "CreateRefused"}}].gauge.value), 1);
   EXPECT_EQ((series[{{"reason", "NameConflict"}}].gauge.value), 0);
+}
+
+TEST_F(OperatorMetricsTest, UnschedulableJobsExportKnownReasonsAndFoldOthersIntoOther) {
+  auto series = Series("ringleader_operator_jobs_unschedulable");
+  EXPECT_EQ(series.size(), 5u);  // every reason from the start, at 0
+  metrics_.SetUnschedulableJobs({{"Unschedulable", 2}, {"SchedulingGated", 1}, {"VolcanoQueueClosed", 1}, {"Odd", 2}});
+  series = Series("ringleader_operator_jobs_unschedulable");
+  ASSERT_EQ(series.size(), 5u);
+  EXPECT_EQ((series[{{"reason", "Unschedulable"}}].gauge.value), 2);
+  EXPECT_EQ((series[{{"reason", "SchedulingGated"}}].gauge.value), 1);
+  EXPECT_EQ((series[{{"reason", "other"}}].gauge.value), 3);
+  metrics_.SetUnschedulableJobs({});
+  series = Series("ringleader_operator_jobs_unschedulable");
+  EXPECT_EQ((series[{{"reason", "Unschedulable"}}].gauge.value), 0);
+  EXPECT_EQ((series[{{"reason", "other"}}].gauge.value), 0);
 }
 
 }  // namespace

@@ -1,0 +1,100 @@
+// PodGroups and Pod decoration for the three gang-scheduling providers, each after its own
+// project's documentation (docs/operations.md, "Gang scheduling", gives the sources).
+#include "operator/planner/gang_scheduling.h"
+
+#include "operator/planner/children_builder.h"
+
+namespace ringleader::planner {
+
+using nlohmann::json;
+
+std::optional<std::string_view> MissingProviderCrd(const api::TrainingJob& job,
+                                                   const SchedulingProviders& providers) {
+  switch (job.spec.run_policy.scheduling_policy.provider) {
+    case api::SchedulingProvider::kNone:
+      return std::nullopt;
+    case api::SchedulingProvider::kCoscheduling:
+      return providers.coscheduling ? std::nullopt : std::optional(kCoschedulingCrd);
+    case api::SchedulingProvider::kVolcano:
+      return providers.volcano ? std::nullopt : std::optional(kVolcanoCrd);
+    case api::SchedulingProvider::kKueue:
+      return providers.kueue ? std::nullopt : std::optional(kKueueCrd);
+  }
+  return std::nullopt;
+}
+
+std::optional<json> BuildPodGroup(const api::TrainingJob& job) {
+  const api::SchedulingPolicy& policy = job.spec.run_policy.scheduling_policy;
+  json spec = {{"minMember", policy.EffectiveMinAvailable(job.spec.replicas)}};
+  std::string_view api_version;
+  if (policy.provider == api::SchedulingProvider::kCoscheduling) {
+    api_version = kCoschedulingApiVersion;
+    if (policy.schedule_timeout_seconds.has_value()) {
+      spec["scheduleTimeoutSeconds"] = *policy.schedule_timeout_seconds;
+    }
+  } else if (policy.provider == api::SchedulingProvider::kVolcano) {
+    api_version = kVolcanoApiVersion;
+    if (policy.queue.has_value()) {
+      spec["queue"] = *policy.queue;
+    }
+    if (policy.priority_class_name.has_value()) {
+      spec["priorityClassName"] = *policy.priority_class_name;
+    }
+  } else {
+    return std::nullopt;
+  }
+  return json{{"apiVersion", api_version},
+              {"kind", kPodGroupKind},
+              {"metadata", ChildMetadata(job, job.metadata.name)},
+              {"spec", std::move(spec)}};
+}
+
+std::string KueueGroupName(const api::TrainingJob& job, std::int64_t attempt) {
+  return job.metadata.name + "-attempt-" + std::to_string(attempt);
+}
+
+void DecoratePod(const api::TrainingJob& job, std::int64_t attempt, json& pod) {
+  const api::SchedulingPolicy& policy = job.spec.run_policy.scheduling_policy;
+  json& metadata = pod["metadata"];
+  json& labels = metadata["labels"];
+  auto annotations = [&metadata]() -> json& {
+    json& out = metadata["annotations"];
+    if (!out.is_object()) {
+      out = json::object();
+    }
+    return out;
+  };
+  switch (policy.provider) {
+    case api::SchedulingProvider::kNone:
+      break;
+    case api::SchedulingProvider::kCoscheduling:
+      labels[std::string(api::kCoschedulingPodGroupLabel)] = job.metadata.name;
+      break;
+    case api::SchedulingProvider::kVolcano:
+      annotations()[std::string(api::kVolcanoGroupNameAnnotation)] = job.metadata.name;
+      break;
+    case api::SchedulingProvider::kKueue: {
+      const auto queue = job.metadata.labels.find(std::string(api::kKueueQueueLabel));
+      if (queue != job.metadata.labels.end()) {
+        labels[std::string(api::kKueueQueueLabel)] = queue->second;
+      }
+      labels[std::string(api::kKueuePodGroupNameLabel)] = KueueGroupName(job, attempt);
+      json& notes = annotations();
+      // Kueue admits the group once this many Pods of it exist: the whole gang.
+      notes[std::string(api::kKueuePodGroupTotalCountAnnotation)] = std::to_string(job.spec.replicas);
+      // ringleader restarts the gang itself, as a new group; Kueue must not wait for replacement
+      // Pods in this one, and finishes its Workload (releasing the quota and the Pods' finalizers)
+      // once none of its Pods runs.
+      notes[std::string(api::kKueueRetriableInGroupAnnotation)] = "false";
+      // Every rank has the same shape but its own rank label, which Kueue versions that hash labels
+      // would count as a role of its own (at most 8 per Workload): one role for the whole gang.
+      notes[std::string(api::kKueueRoleHashAnnotation)] = "trainer";
+      break;
+    }
+  }
+  if (const std::optional<std::string> scheduler = policy.EffectiveSchedulerName()) {
+    pod["spec"]["schedulerName"] = *scheduler;
+  }
+}
+
+}  // namespace ringleader::planner

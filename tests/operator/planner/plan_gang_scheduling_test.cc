@@ -1,0 +1,327 @@
+// Gang scheduling in the planner: the exact PodGroup each provider gets and when, the labels,
+// annotations and scheduler name on every Pod, minAvailable, a provider the cluster lacks, and the
+// Scheduled condition from the Pods' PodScheduled conditions.
+#include "operator/planner/gang_scheduling.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "operator/planner/plan.h"
+#include "operator/planner/scheduling_state.h"
+#include "tests/operator/planner/fake_cluster.h"
+
+namespace ringleader::planner {
+namespace {
+
+using nlohmann::json;
+using testing::At;
+using testing::FakeCluster;
+using testing::FindCondition;
+using testing::MinimalJob;
+using ::testing::HasSubstr;
+
+json JobWith(const json& scheduling_policy, int replicas = 4) {
+  json job = MinimalJob("demo", replicas);
+  job["spec"]["runPolicy"]["schedulingPolicy"] = scheduling_policy;
+  return job;
+}
+
+json KueueJob(int replicas = 4) {
+  json job = JobWith({{"provider", "Kueue"}}, replicas);
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  return job;
+}
+
+SchedulingProviders All() { return {.coscheduling = true, .volcano = true, .kueue = true}; }
+
+std::vector<std::string> CreatedKinds(const Plan& plan) {
+  std::vector<std::string> kinds;
+  for (const Action& action : plan.actions) {
+    if (const auto* create = std::get_if<CreateObject>(&action)) {
+      kinds.push_back(create->object["kind"]);
+    }
+  }
+  return kinds;
+}
+
+int CountEvents(const FakeCluster& cluster, const std::string& reason) {
+  return static_cast<int>(std::count_if(cluster.events().begin(), cluster.events().end(),
+                                        [&](const RecordEvent& e) { return e.reason == reason; }));
+}
+
+// The PodGroup's ownership, as every child of the job has it.
+json OwnedMetadata() {
+  return {{"name", "demo"},
+          {"namespace", "default"},
+          {"labels",
+           {{"ringleader.dev/job-name", "demo"},
+            {"ringleader.dev/job-uid", "job-uid-1"},
+            {"app.kubernetes.io/managed-by", "ringleader"}}},
+          {"ownerReferences",
+           json::array({{{"apiVersion", "ringleader.dev/v1alpha1"},
+                         {"kind", "TrainingJob"},
+                         {"name", "demo"},
+                         {"uid", "job-uid-1"},
+                         {"controller", true},
+                         {"blockOwnerDeletion", true}}})}};
+}
+
+TEST(GangSchedulingTest, CoschedulingPodGroupIsExactAndCreatedBeforeThePods) {
+  FakeCluster cluster(JobWith({{"provider", "Coscheduling"}, {"minAvailable", 3}, {"scheduleTimeoutSeconds", 120}}));
+  cluster.providers() = All();
+  cluster.Reconcile(At(0));  // ports
+  const Plan plan = cluster.Reconcile(At(0));
+  const std::vector<std::string> kinds = CreatedKinds(plan);
+  // Secret and Service, then the group, then its members.
+  ASSERT_EQ(kinds.size(), 7u);
+  EXPECT_EQ(kinds[2], "PodGroup");
+  EXPECT_EQ(std::count(kinds.begin() + 3, kinds.end(), "Pod"), 4);
+  ASSERT_EQ(cluster.pod_groups().size(), 1u);
+  json group = cluster.pod_groups().at("demo");
+  group["metadata"].erase("uid");  // the fake's
+  EXPECT_EQ(group, json({{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", OwnedMetadata()},
+                         {"spec", {{"minMember", 3}, {"scheduleTimeoutSeconds", 120}}}}));
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(pod["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"], "demo") << name;
+    EXPECT_EQ(pod["spec"]["schedulerName"], "scheduler-plugins-scheduler") << name;
+    EXPECT_FALSE(pod["metadata"].contains("annotations")) << name;
+  }
+}
+
+TEST(GangSchedulingTest, CoschedulingMinMemberDefaultsToReplicasAndTimeoutIsLeftOut) {
+  FakeCluster cluster(JobWith({{"provider", "Coscheduling"}}, 3));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_EQ(cluster.pod_groups().at("demo")["spec"], json({{"minMember", 3}}));
+}
+
+TEST(GangSchedulingTest, VolcanoPodGroupIsExactAndPodsCarryItsAnnotationAndScheduler) {
+  FakeCluster cluster(JobWith({{"provider", "Volcano"},
+                               {"minAvailable", 2},
+                               {"queue", "research"},
+                               {"priorityClassName", "high-priority"}}));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  json group = cluster.pod_groups().at("demo");
+  group["metadata"].erase("uid");
+  EXPECT_EQ(group, json({{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", OwnedMetadata()},
+                         {"spec", {{"minMember", 2}, {"queue", "research"}, {"priorityClassName", "high-priority"}}}}));
+  ASSERT_EQ(cluster.pods().size(), 4u);
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(pod["metadata"]["annotations"], json({{"scheduling.k8s.io/group-name", "demo"}})) << name;
+    EXPECT_EQ(pod["spec"]["schedulerName"], "volcano") << name;
+    EXPECT_FALSE(pod["metadata"]["labels"].contains("scheduling.x-k8s.io/pod-group")) << name;
+  }
+}
+
+TEST(GangSchedulingTest, VolcanoKeepsTheTemplatesOwnAnnotations) {
+  json job = JobWith({{"provider", "Volcano"}});
+  job["spec"]["template"]["metadata"]["annotations"] = {{"team", "vision"}};
+  FakeCluster cluster(job);
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_EQ(cluster.pods().at("demo-0")["metadata"]["annotations"],
+            json({{"team", "vision"}, {"scheduling.k8s.io/group-name", "demo"}}));
+  EXPECT_EQ(cluster.pod_groups().at("demo")["spec"], json({{"minMember", 4}}));
+}
+
+TEST(GangSchedulingTest, KueuePodsCarryTheGroupLabelsAndAnnotationsAndNoPodGroupIsMade) {
+  FakeCluster cluster(KueueJob());
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_TRUE(cluster.pod_groups().empty());
+  ASSERT_EQ(cluster.pods().size(), 4u);
+  for (const auto& [name, pod] : cluster.pods()) {
+    const json& labels = pod["metadata"]["labels"];
+    EXPECT_EQ(labels["kueue.x-k8s.io/queue-name"], "team-a") << name;
+    EXPECT_EQ(labels["kueue.x-k8s.io/pod-group-name"], "demo-attempt-0") << name;
+    EXPECT_EQ(pod["metadata"]["annotations"], json({{"kueue.x-k8s.io/pod-group-total-count", "4"},
+                                                    {"kueue.x-k8s.io/retriable-in-group", "false"},
+                                                    {"kueue.x-k8s.io/role-hash", "trainer"}}))
+        << name;
+    // Kueue gates the Pods itself; the scheduler stays the template's (here the default).
+    EXPECT_FALSE(pod["spec"].contains("schedulerName")) << name;
+  }
+}
+
+TEST(GangSchedulingTest, KueueGangRestartIsANewGroupSoKueueAdmitsItAfresh) {
+  FakeCluster cluster(KueueJob(2));
+  cluster.providers() = All();
+  cluster.job_json()["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"]["initialSeconds"] = 0;
+  cluster.ReconcileUntilStable(At(0));
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(1));
+  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.ReconcileUntilStable(At(2));
+  ASSERT_EQ(cluster.pods().size(), 2u);
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
+    EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-attempt-1") << name;
+  }
+}
+
+TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
+  FakeCluster custom(JobWith({{"provider", "Coscheduling"}, {"schedulerName", "gang-scheduler"}}));
+  custom.providers() = All();
+  custom.ReconcileUntilStable(At(0));
+  EXPECT_EQ(custom.pods().at("demo-2")["spec"]["schedulerName"], "gang-scheduler");
+
+  FakeCluster plain(MinimalJob());
+  plain.ReconcileUntilStable(At(0));
+  EXPECT_TRUE(plain.pod_groups().empty());
+  const json& pod = plain.pods().at("demo-0");
+  EXPECT_FALSE(pod["spec"].contains("schedulerName"));
+  EXPECT_FALSE(pod["metadata"].contains("annotations"));
+  EXPECT_EQ(FindCondition(plain.job_json(), "Scheduled"), nullptr);  // no Pod placed yet
+}
+
+TEST(GangSchedulingTest, AGroupIsAskedForOnlyWithPodsToCreate) {
+  FakeCluster cluster(JobWith({{"provider", "Volcano"}}));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  cluster.SetAllPhases("Running");
+  const Plan later = cluster.Reconcile(At(5));
+  EXPECT_TRUE(CreatedKinds(later).empty());
+}
+
+TEST(GangSchedulingTest, MissingProviderSetsScheduledFalseNamingTheCrdAndCreatesNoPods) {
+  FakeCluster cluster(JobWith({{"provider", "Volcano"}}));
+  cluster.providers() = {.coscheduling = true, .volcano = false, .kueue = true};
+  cluster.Reconcile(At(0));  // ports
+  const Plan plan = cluster.Reconcile(At(0));
+  EXPECT_TRUE(cluster.pods().empty());
+  EXPECT_TRUE(cluster.pod_groups().empty());
+  ASSERT_TRUE(plan.requeue_after.has_value());
+  EXPECT_EQ(*plan.requeue_after, std::chrono::seconds(60));
+  const json* scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ((*scheduled)["status"], "False");
+  EXPECT_EQ((*scheduled)["reason"], "SchedulerNotInstalled");
+  EXPECT_THAT((*scheduled)["message"].get<std::string>(),
+              HasSubstr("provider is Volcano, but the cluster does not serve podgroups.scheduling.volcano.sh"));
+  // Planned again and again while it is missing: still one Event.
+  cluster.ReconcileUntilStable(At(60));
+  cluster.ReconcileUntilStable(At(120));
+  EXPECT_EQ(CountEvents(cluster, "SchedulerNotInstalled"), 1);
+  EXPECT_TRUE(cluster.pods().empty());
+
+  // Discovery finds it: the Pods come and the condition goes.
+  cluster.providers().volcano = true;
+  cluster.ReconcileUntilStable(At(180));
+  EXPECT_EQ(cluster.pods().size(), 4u);
+  EXPECT_EQ(cluster.pod_groups().size(), 1u);
+  EXPECT_EQ(FindCondition(cluster.job_json(), "Scheduled"), nullptr);
+}
+
+TEST(GangSchedulingTest, MissingKueueAndCoschedulingNameTheirCrds) {
+  FakeCluster kueue(KueueJob());
+  kueue.ReconcileUntilStable(At(0));
+  EXPECT_THAT((*FindCondition(kueue.job_json(), "Scheduled"))["message"].get<std::string>(),
+              HasSubstr("workloads.kueue.x-k8s.io"));
+  FakeCluster coscheduling(JobWith({{"provider", "Coscheduling"}}));
+  coscheduling.ReconcileUntilStable(At(0));
+  EXPECT_THAT((*FindCondition(coscheduling.job_json(), "Scheduled"))["message"].get<std::string>(),
+              HasSubstr("podgroups.scheduling.x-k8s.io"));
+}
+
+// What kube-scheduler writes on a Pod it cannot place.
+void Unschedulable(FakeCluster& cluster, const std::string& pod, const std::string& since,
+                   const std::string& message, const std::string& reason = "Unschedulable") {
+  json& status = cluster.pod(pod)["status"];
+  status["conditions"] = json::array({{{"type", "PodScheduled"},
+                                       {"status", "False"},
+                                       {"reason", reason},
+                                       {"message", message},
+                                       {"lastTransitionTime", since}}});
+}
+
+void Place(FakeCluster& cluster, const std::string& pod) {
+  json& status = cluster.pod(pod)["status"];
+  status["conditions"] = json::array({{{"type", "PodScheduled"}, {"status", "True"}}});
+  cluster.pod(pod)["spec"]["nodeName"] = "node-1";
+}
+
+TEST(GangSchedulingTest, ScheduledTurnsFalseInTheSchedulersWordsOnlyPastTheThreshold) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  cluster.ReconcileUntilStable(At(0));
+  Place(cluster, "demo-0");
+  // At(0) is 2026-01-01T00:00:00Z.
+  Unschedulable(cluster, "demo-1", "2026-01-01T00:00:10Z", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+
+  const Plan early = cluster.Reconcile(At(40));
+  EXPECT_EQ(FindCondition(cluster.job_json(), "Scheduled"), nullptr);
+  ASSERT_TRUE(early.requeue_after.has_value());
+  EXPECT_EQ(*early.requeue_after, std::chrono::seconds(30));  // 60 s after 00:00:10
+
+  cluster.ReconcileUntilStable(At(70));
+  const json* scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ((*scheduled)["status"], "False");
+  EXPECT_EQ((*scheduled)["reason"], "Unschedulable");
+  EXPECT_EQ((*scheduled)["message"],
+            "rank 1 (pod demo-1) is not scheduled after more than 60 s: 0/1 nodes are available: 1 Insufficient "
+            "nvidia.com/gpu.");
+  ASSERT_EQ(CountEvents(cluster, "Unschedulable"), 1);
+  // Planned again later: no new Event, the same status (nothing to write).
+  EXPECT_TRUE(cluster.Reconcile(At(200)).empty());
+  EXPECT_EQ(CountEvents(cluster, "Unschedulable"), 1);
+
+  Place(cluster, "demo-1");
+  cluster.ReconcileUntilStable(At(210));
+  scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  EXPECT_EQ((*scheduled)["status"], "True");
+  EXPECT_EQ((*scheduled)["reason"], "AllPodsScheduled");
+  EXPECT_EQ(CountEvents(cluster, "Scheduled"), 1);
+}
+
+TEST(GangSchedulingTest, ThresholdComesFromTheConfig) {
+  FakeCluster cluster(MinimalJob("demo", 1));
+  cluster.config().unschedulable_after = std::chrono::seconds(5);
+  cluster.ReconcileUntilStable(At(0));
+  Unschedulable(cluster, "demo-0", "2026-01-01T00:00:00Z", "Scheduling is blocked due to non-empty scheduling gates",
+                "SchedulingGated");
+  cluster.ReconcileUntilStable(At(6));
+  const json* scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ((*scheduled)["reason"], "SchedulingGated");
+  EXPECT_THAT((*scheduled)["message"].get<std::string>(), HasSubstr("rank 0 (pod demo-0)"));
+}
+
+TEST(GangSchedulingTest, RunningPodsMakeScheduledTrueWithoutAnEvent) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  cluster.ReconcileUntilStable(At(0));
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(1));
+  const json* scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ((*scheduled)["status"], "True");
+  EXPECT_EQ(CountEvents(cluster, "Scheduled"), 0);  // only a recovery from False is announced
+}
+
+TEST(SchedulingStateTest, APodNoSchedulerLookedAtIsNamedWithItsScheduler) {
+  const json pod = {{"metadata", {{"name", "demo-3"}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+                    {"spec", {{"schedulerName", "volcano"}}},
+                    {"status", {{"phase", "Pending"}}}};
+  const SchedulingVerdict verdict =
+      JudgeScheduling({{3, "demo-3", &pod}}, 4, At(100), std::chrono::seconds(60));
+  EXPECT_EQ(verdict.state, SchedulingVerdict::State::kUnschedulable);
+  EXPECT_EQ(verdict.reason, "NotScheduled");
+  EXPECT_EQ(verdict.message,
+            "rank 3 (pod demo-3) is not scheduled after more than 60 s: no scheduler has looked at it; is "
+            "\"volcano\" running?");
+}
+
+TEST(SchedulingStateTest, AGangWithARankMissingIsNotAllScheduled) {
+  const json pod = {{"spec", {{"nodeName", "n1"}}}, {"status", {{"phase", "Pending"}}}};
+  EXPECT_EQ(JudgeScheduling({{0, "demo-0", &pod}}, 2, At(0), std::chrono::seconds(60)).state,
+            SchedulingVerdict::State::kWaiting);
+  EXPECT_EQ(JudgeScheduling({{0, "demo-0", &pod}}, 1, At(0), std::chrono::seconds(60)).state,
+            SchedulingVerdict::State::kAllScheduled);
+}
+
+}  // namespace
+}  // namespace ringleader::planner
