@@ -125,14 +125,20 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, O
   if (start == Operator::kLater) {
     return;
   }
+  StartOperatorWith({});
+}
+
+void EndToEnd::StartOperatorWith(const std::vector<std::string>& extra_args) {
   const std::vector<int> ports = FreePorts(2);
   operator_metrics_port_ = ports[0];
-  StartOperator({"run", "--kubeconfig", cluster_->kubeconfig_path(), "--metrics-bind-address",
-                 "127.0.0.1:" + std::to_string(operator_metrics_port_),
-                 "--health-probe-bind-address", "127.0.0.1:" + std::to_string(ports[1]),
-                 "--port-range", "61000-61999",
-                 // Jobs here run for seconds, not the minutes the 60 s default is made for.
-                 "--summary-interval", "3"});
+  std::vector<std::string> args = {"run", "--kubeconfig", cluster_->kubeconfig_path(), "--metrics-bind-address",
+                                   "127.0.0.1:" + std::to_string(operator_metrics_port_),
+                                   "--health-probe-bind-address", "127.0.0.1:" + std::to_string(ports[1]),
+                                   "--port-range", "61000-61999",
+                                   // Jobs here run for seconds, not the minutes the 60 s default is made for.
+                                   "--summary-interval", "3"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  StartOperator(args);
 }
 
 void EndToEnd::StartOperator(const std::vector<std::string>& args) {

@@ -64,6 +64,9 @@ class EndToEnd {
 
   // Starts the operator binary with exactly these arguments (its log joins Diagnostics).
   void StartOperator(const std::vector<std::string>& args);
+  // Starts the operator with the bed's own flags (as the constructor does) and `extra_args` after
+  // them; for a bed made with Operator::kLater.
+  void StartOperatorWith(const std::vector<std::string>& extra_args);
   // Runs a program to its end, waiting up to a minute.
   CommandOutput Run(const std::filesystem::path& binary, const std::vector<std::string>& args);
   // Runs kubectl against the cluster, waiting up to a minute.
