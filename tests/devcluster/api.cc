@@ -9,7 +9,9 @@
 #include <iterator>
 #include <set>
 
+#include "tests/devcluster/eviction.h"
 #include "tests/devcluster/gc.h"
+#include "tests/devcluster/graceful_deletion.h"
 #include "tests/devcluster/machinery/crd_validation.h"
 #include "tests/devcluster/machinery/object_meta.h"
 #include "tests/devcluster/machinery/patch.h"
@@ -202,6 +204,8 @@ void AdmitQuota(const Store::Txn& txn, const ResourceInfo& info, const std::stri
   }
 }
 
+bool IsPods(const ResourceInfo& info) { return info.group.empty() && info.plural == "pods"; }
+
 bool IsCrd(const ResourceInfo& info) {
   return info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions";
 }
@@ -234,6 +238,17 @@ std::vector<std::string> Finalizers(const nlohmann::json& object) {
     }
   }
   return out;
+}
+
+// A deleted object goes once its finalizers are gone, unless a grace period still runs (a Pod
+// its kubelet has not stopped yet), as the store's shouldDeleteDuringUpdate decides.
+bool GoesOnUpdate(const nlohmann::json& object) {
+  const nlohmann::json& meta = object["metadata"];
+  if (!meta.contains("deletionTimestamp") || !Finalizers(object).empty()) {
+    return false;
+  }
+  const auto grace = meta.find("deletionGracePeriodSeconds");
+  return grace == meta.end() || !grace->is_number_integer() || grace->get<std::int64_t>() == 0;
 }
 
 // One write transaction: puts and removes with their side effects on CRDs and namespaces.
@@ -283,18 +298,20 @@ class Writer {
     return removed;
   }
 
-  // Removes an object now, or marks it (deletionTimestamp) when finalizers hold it.
-  WriteResult DeleteOrMark(const std::string& key, const nlohmann::json& current) {
-    if (!Finalizers(current).empty()) {
-      if (current["metadata"].contains("deletionTimestamp")) {
-        return {202, current};
+  // Removes an object now, or marks it (deletionTimestamp) when finalizers hold it. `target` is
+  // `stored` with what the delete changes (finalizers, a shortened grace period).
+  WriteResult DeleteOrMark(const std::string& key, const nlohmann::json& stored, nlohmann::json target) {
+    if (!Finalizers(target).empty()) {
+      if (!target["metadata"].contains("deletionTimestamp")) {
+        target["metadata"]["deletionTimestamp"] = Now();
+        target["metadata"]["deletionGracePeriodSeconds"] = 0;
       }
-      nlohmann::json marked = current;
-      marked["metadata"]["deletionTimestamp"] = Now();
-      marked["metadata"]["deletionGracePeriodSeconds"] = 0;
-      return {202, Put(key, std::move(marked))};
+      if (SameObject(stored, target)) {
+        return {202, stored};
+      }
+      return {202, Put(key, std::move(target))};
     }
-    return {200, Remove(key, MetaString(current, "namespace"), MetaString(current, "name"))};
+    return {200, Remove(key, MetaString(target, "namespace"), MetaString(target, "name"))};
   }
 
   void CollectGarbageNow() {
@@ -603,7 +620,7 @@ WriteResult CommitUpdate(Writer& writer, const ResourceInfo& info, const nlohman
     return {200, current};
   }
   const std::string key = StoreKey(info);
-  if (next["metadata"].contains("deletionTimestamp") && Finalizers(next).empty()) {
+  if (GoesOnUpdate(next)) {
     WriteResult removed{200, writer.Remove(key, MetaString(current, "namespace"), name)};
     writer.CollectGarbageNow();
     return removed;
@@ -688,6 +705,7 @@ WriteResult Api::Delete(const ResourceInfo& info, const std::string& url_ns, con
                   {{"propagationPolicy", "Unsupported value: \"" + policy +
                                              "\": supported values: \"Foreground\", \"Background\", \"Orphan\""}});
   }
+  const std::optional<std::int64_t> grace = GracePeriodSeconds(delete_options);
   WriteResult result{200, nullptr};
   store_.Write([&](Store::Txn& txn) {
     const std::string key = StoreKey(info);
@@ -711,6 +729,14 @@ WriteResult Api::Delete(const ResourceInfo& info, const std::string& url_ns, con
       }
     }
     Writer writer(txn, catalog_, dry_run);
+    std::optional<PodDeletion> pod_deletion;
+    if (IsPods(info)) {
+      pod_deletion = PlanPodDeletion(current, grace, std::chrono::system_clock::now());
+      if (pod_deletion->step == PodDeletionStep::kPending) {
+        result = {200, current};  // already terminating; the Pod store answers with the object
+        return;
+      }
+    }
     const std::string uid = MetaString(current, "uid");
     nlohmann::json target = current;
     if (policy == "Orphan" && !dry_run) {
@@ -739,7 +765,19 @@ WriteResult Api::Delete(const ResourceInfo& info, const std::string& url_ns, con
         target["metadata"]["finalizers"].push_back("foregroundDeletion");
       }
     }
-    result = writer.DeleteOrMark(key, target);
+    if (pod_deletion) {
+      // The grace period's marks (and, when it is cut to 0, the moved deadline) on the target.
+      for (const char* field : {"deletionTimestamp", "deletionGracePeriodSeconds", "generation"}) {
+        if (pod_deletion->pod["metadata"].contains(field)) {
+          target["metadata"][field] = pod_deletion->pod["metadata"][field];
+        }
+      }
+      if (pod_deletion->step == PodDeletionStep::kGraceful) {
+        result = {200, writer.Put(key, std::move(target))};
+        return;
+      }
+    }
+    result = writer.DeleteOrMark(key, current, std::move(target));
     writer.CollectGarbageNow();
     // A foreground deletion whose dependents were already gone finishes in the same call.
     if (result.code == 202 && !dry_run && txn.Get(key, ns, name) == nullptr) {
@@ -748,6 +786,39 @@ WriteResult Api::Delete(const ResourceInfo& info, const std::string& url_ns, con
   });
   result.object = AsServed(info, std::move(result.object));
   return result;
+}
+
+WriteResult Api::Evict(const std::string& url_ns, const std::string& name, const nlohmann::json& body,
+                       bool dry_run) {
+  const ResourceInfo pods = *catalog_.Find("", "v1", "pods");
+  const std::string ns = NamespaceFor(pods, url_ns);
+  EvictionRequest request = ParseEviction(body, ns, name, dry_run);
+  GracePeriodSeconds(request.delete_options);  // a malformed one is refused before anything changes
+  store_.Write([&](Store::Txn& txn) {
+    const nlohmann::json* found = txn.Get(StoreKey(pods), ns, name);
+    if (found == nullptr) {
+      throw NotFound(pods.GroupResource(), name);
+    }
+    CheckEvictionPreconditions(*found, request.delete_options);
+    if (request.dry_run) {
+      return;
+    }
+    nlohmann::json marked = WithEvictionCondition(*found, std::chrono::system_clock::now());
+    if (SameObject(*found, marked)) {
+      return;
+    }
+    Writer writer(txn, catalog_, false);
+    const nlohmann::json stored = writer.Put(StoreKey(pods), std::move(marked));
+    // The condition moved the resourceVersion; a precondition on it now means the new one.
+    nlohmann::json& preconditions = request.delete_options["preconditions"];
+    if (preconditions.is_object() && preconditions.contains("resourceVersion")) {
+      preconditions["resourceVersion"] = stored["metadata"]["resourceVersion"];
+    } else if (preconditions.is_null()) {
+      request.delete_options.erase("preconditions");
+    }
+  });
+  Delete(pods, ns, name, request.delete_options, request.dry_run);
+  return {201, EvictionSucceeded()};
 }
 
 nlohmann::json Api::DeleteCollection(const ResourceInfo& info, const std::string& ns, const ListOptions& options,

@@ -60,10 +60,14 @@ class Api {
   WriteResult Patch(const ResourceInfo& info, const std::string& ns, const std::string& name,
                     const std::string& subresource, const std::string& content_type, const nlohmann::json& patch,
                     const WriteOptions& options);
-  // `delete_options` is a DeleteOptions body (propagationPolicy, preconditions, orphanDependents);
-  // null means defaults (Background).
+  // `delete_options` is a DeleteOptions body (propagationPolicy, preconditions, orphanDependents,
+  // gracePeriodSeconds); null means defaults (Background). A Pod bound to a node and not finished
+  // is deleted gracefully (graceful_deletion.h): marked and answered 200, its kubelet removes it.
   WriteResult Delete(const ResourceInfo& info, const std::string& ns, const std::string& name,
                      const nlohmann::json& delete_options, bool dry_run);
+  // POST pods/NAME/eviction with an Eviction `body` (eviction.h): DisruptionTarget on the Pod,
+  // then Delete with the Eviction's DeleteOptions. Answers 201 with a Status Success.
+  WriteResult Evict(const std::string& ns, const std::string& name, const nlohmann::json& body, bool dry_run);
   // Deletes every object the selectors match; returns the List of what was deleted.
   nlohmann::json DeleteCollection(const ResourceInfo& info, const std::string& ns, const ListOptions& options,
                                   const nlohmann::json& delete_options);

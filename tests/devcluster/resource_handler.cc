@@ -8,6 +8,7 @@
 #include "tests/devcluster/machinery/protobuf_body.h"
 #include "tests/devcluster/machinery/selectors.h"
 #include "tests/devcluster/machinery/table.h"
+#include "tests/devcluster/pod_logs.h"
 
 namespace ringleader::devcluster {
 namespace {
@@ -56,7 +57,10 @@ Target Resolve(const std::vector<std::string>& seg, const Catalog& catalog) {
   }
   if (rest.size() == 3) {
     target.subresource = rest[2];
-    if (target.subresource != "status" || !target.info.has_status) {
+    const bool pods = target.info.group.empty() && target.info.plural == "pods";
+    const bool served = (target.subresource == "status" && target.info.has_status) ||
+                        (pods && (target.subresource == "eviction" || target.subresource == "log"));
+    if (!served) {
       throw NotFoundPath();
     }
   }
@@ -95,6 +99,25 @@ nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info)
     return DecodeProtobufObject(request.body, info.GroupVersion(), info.kind);
   }
   throw UnsupportedMediaType({"application/json", "application/yaml", std::string(kProtobufMediaType)});
+}
+
+// An Eviction body: JSON or YAML (devcluster decodes no protobuf Eviction).
+nlohmann::json ParseEvictionBody(const Request& request) {
+  const std::string type = MediaType(request.content_type);
+  if (request.body.empty()) {
+    throw BadRequest("the request body is empty; an Eviction is required");
+  }
+  if (type == "application/json" || type.empty()) {
+    return ParseJson(request.body);
+  }
+  if (type == "application/yaml") {
+    try {
+      return yaml::ParseYaml(request.body);
+    } catch (const std::exception& e) {
+      throw BadRequest(std::string("yaml: ") + e.what());
+    }
+  }
+  throw UnsupportedMediaType({"application/json", "application/yaml"});
 }
 
 nlohmann::json ParsePatchBody(const Request& request) {
@@ -239,6 +262,20 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
     throw MethodNotAllowed(method, t.info.GroupResource());
   }
 
+  if (t.subresource == "eviction") {
+    if (method != "POST") {
+      throw MethodNotAllowed(method, "pods/eviction");
+    }
+    return Write(api_.Evict(t.ns, t.name, ParseEvictionBody(request), request.Query("dryRun") == "All"));
+  }
+  if (t.subresource == "log") {
+    if (method != "GET") {
+      throw MethodNotAllowed(method, "pods/log");
+    }
+    const PodLogOptions options = ParsePodLogOptions(request.query, t.name);
+    const std::string text = ReadPodLog(api_.Get(t.info, t.ns, t.name), options, kubelet_root_);
+    return Response{200, "text/plain", text, {}};
+  }
   if (method == "GET") {
     nlohmann::json object = api_.Get(t.info, t.ns, t.name);
     if (!table_version.empty()) {
@@ -262,6 +299,13 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
     }
     if (!request.Query("propagationPolicy").empty()) {
       options["propagationPolicy"] = request.Query("propagationPolicy");
+    }
+    // Query parameters stand for DeleteOptions only when there is no body, as the server decodes them.
+    if (request.body.empty() && !request.Query("gracePeriodSeconds").empty()) {
+      const std::string text = request.Query("gracePeriodSeconds");
+      const bool negative = text[0] == '-';
+      const auto magnitude = static_cast<std::int64_t>(ParseCount(negative ? text.substr(1) : text, "gracePeriodSeconds"));
+      options["gracePeriodSeconds"] = negative ? -magnitude : magnitude;
     }
     return Write(api_.Delete(t.info, t.ns, t.name, options, request.Query("dryRun") == "All"));
   }

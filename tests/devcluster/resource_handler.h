@@ -1,6 +1,7 @@
 // Resource endpoints: /api/v1/... and /apis/<g>/<v>/..., mapped to Api calls, Tables and watches.
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -20,10 +21,15 @@ class ResourceHandler {
   // Throws ApiError (404 for an unknown path or resource).
   std::optional<Response> Serve(const Request& request, const std::function<void(WatchSpec)>& start_watch);
 
+  // Where the kubelet keeps Pod logs (KubeletOptions::root_dir), for pods/log; unset when
+  // devcluster runs no kubelet. Call before serving.
+  void SetKubeletRoot(std::filesystem::path root) { kubelet_root_ = std::move(root); }
+
  private:
   Api& api_;
   const Catalog& catalog_;
   std::chrono::seconds max_watch_;
+  std::filesystem::path kubelet_root_;
 };
 
 }  // namespace ringleader::devcluster

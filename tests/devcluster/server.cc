@@ -181,6 +181,12 @@ Server::Server(const Options& options)
     }
     pods.network_prefix = options.network_prefix;
     pods.on_pod_network_for_test = options.on_pod_network_for_test;
+    // A stopped Pod's last step goes through the API (finalizers, garbage collection), as a kubelet's.
+    pods.delete_pod = [this](const std::string& ns, const std::string& name, const std::string& uid) {
+      api_.Delete(*catalog_.Find("", "v1", "pods"), ns, name,
+                  {{"gracePeriodSeconds", 0}, {"preconditions", {{"uid", uid}}}}, false);
+    };
+    resources_.SetKubeletRoot(pods.root_dir);
     kubelet_ = std::make_unique<kubelet::Kubelet>(store_, options.nodes, std::move(pods));
   }
 

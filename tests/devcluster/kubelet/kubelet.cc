@@ -2,9 +2,12 @@
 // Pods that were deleted and writes each Pod's status.
 #include "tests/devcluster/kubelet/kubelet.h"
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <set>
 
+#include "tests/devcluster/kubelet/container_log.h"
 #include "tests/devcluster/kubelet/hosts_file.h"
 #include "tests/devcluster/kubelet/pod_worker.h"
 #include "tests/devcluster/machinery/object_meta.h"
@@ -12,12 +15,13 @@
 namespace ringleader::devcluster::kubelet {
 namespace {
 
-// A finished Pod's volumes and scratch files go; its container logs stay until the data dir does,
-// so a test that fails after a gang restart can still read what the replaced Pods printed.
+// A finished Pod's volumes and scratch files go; its container logs (and the notes of where each
+// run's output starts) stay until the data dir does, so a test that fails after a gang restart can
+// still read what the replaced Pods printed.
 void RemoveAllButLogs(const std::filesystem::path& pod_dir) {
   std::error_code ignored;
   for (const auto& entry : std::filesystem::directory_iterator(pod_dir, ignored)) {
-    if (entry.path().filename() != "logs") {
+    if (entry.path().filename() != "logs" && entry.path() != ContainerRunNotesDir(pod_dir)) {
       std::filesystem::remove_all(entry.path(), ignored);
     }
   }
@@ -39,6 +43,26 @@ std::string Spec(const json& object, const char* field) {
   return object.contains("spec") && object["spec"].is_object() ? object["spec"].value(field, "") : "";
 }
 
+bool Terminating(const json& pod) {
+  return pod.contains("metadata") && pod["metadata"].contains("deletionTimestamp") &&
+         !pod["metadata"]["deletionTimestamp"].is_null();
+}
+
+// The grace period a DELETE gave the Pod (metadata.deletionGracePeriodSeconds).
+std::chrono::milliseconds DeletionGrace(const json& pod) {
+  const json& meta = pod["metadata"];
+  const auto grace = meta.find("deletionGracePeriodSeconds");
+  const std::int64_t seconds =
+      grace != meta.end() && grace->is_number_integer() ? std::max<std::int64_t>(grace->get<std::int64_t>(), 0) : 0;
+  return std::chrono::seconds(seconds);
+}
+
+struct PodRef {
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
 }  // namespace
 
 struct Kubelet::Running {
@@ -51,6 +75,7 @@ struct Kubelet::Running {
   std::filesystem::path dir;
   std::map<std::string, std::map<std::string, std::string>> device_env;  // by container name
   std::unique_ptr<PodWorker> worker;
+  bool deleting = false;  // stopped for a graceful deletion: the kubelet deletes it when stopped
 };
 
 Kubelet::Kubelet(Store& store, const std::vector<NodeConfig>& nodes, KubeletOptions options)
@@ -83,7 +108,7 @@ Kubelet::Kubelet(Store& store, const std::vector<NodeConfig>& nodes, KubeletOpti
 Kubelet::~Kubelet() { Stop(); }
 
 std::filesystem::path Kubelet::PodDir(const std::string& ns, const std::string& name, const std::string& uid) const {
-  return options_.root_dir / "pods" / (ns + "_" + name + "_" + uid);
+  return PodDirectory(options_.root_dir, ns, name, uid);
 }
 
 void Kubelet::Stop() {
@@ -130,7 +155,7 @@ void Kubelet::Run() {
     // Also every half second: stopping Pods are reaped without a store change.
     const Store::Batch batch =
         store_.WaitForEvents(seen, std::chrono::steady_clock::now() + std::chrono::milliseconds(500),
-                             [this] { return stopping_all_.load(); });
+                             [this] { return stopping_all_.load() || pod_finished_.exchange(false); });
     seen = batch.rv;
   }
 }
@@ -165,11 +190,23 @@ void Kubelet::Pass() {
   }
 
   std::set<std::string> wanted;
+  std::map<std::string, std::chrono::milliseconds> terminating;  // uid -> the deletion's grace period
+  std::vector<PodRef> deletions;  // Pods being deleted that have nothing (left) running here
   std::vector<const json*> admitted;
   for (const json& pod : pods) {
     const std::string node = Spec(pod, "nodeName");
     const std::string uid = Meta(pod, "uid");
-    if (nodes_.count(node) == 0 || pod["metadata"].contains("deletionTimestamp")) {
+    if (nodes_.count(node) == 0) {
+      continue;
+    }
+    if (Terminating(pod)) {
+      const bool stopping = std::any_of(stopping_.begin(), stopping_.end(),
+                                        [&](const auto& running) { return running->uid == uid; });
+      if (pods_.count(uid) != 0) {
+        terminating[uid] = DeletionGrace(pod);
+      } else if (!stopping) {
+        deletions.push_back({Meta(pod, "namespace"), Meta(pod, "name"), uid});
+      }
       continue;
     }
     wanted.insert(uid);
@@ -244,24 +281,38 @@ void Kubelet::Pass() {
       return secret;
     };
     const std::string name = running.name;
+    environment.on_stopped = [this] {
+      pod_finished_ = true;
+      store_.Wake();
+    };
     running.worker = std::make_unique<PodWorker>(
         *pod, std::move(environment), [this, ns, name, uid](const PodView& view) { WriteStatus(ns, name, uid, view); });
   }
 
   for (auto it = pods_.begin(); it != pods_.end();) {
-    if (wanted.count(it->first) == 0) {
+    const auto deletion = terminating.find(it->first);
+    if (deletion != terminating.end()) {
+      it->second->worker->RequestStop(deletion->second);
+      it->second->deleting = true;
+    } else if (wanted.count(it->first) == 0) {
       it->second->worker->RequestStop();
-      stopping_.push_back(std::move(it->second));
-      it = pods_.erase(it);
     } else {
       ++it;
+      continue;
     }
+    stopping_.push_back(std::move(it->second));
+    it = pods_.erase(it);
   }
   for (auto it = stopping_.begin(); it != stopping_.end();) {
     Running& running = **it;
     if (!running.worker->Finished()) {
       ++it;
       continue;
+    }
+    if (running.deleting) {
+      // The final status first (its terminated containers and terminal phase), then the DELETE.
+      WriteStatus(running.ns, running.name, running.uid, running.worker->View());
+      deletions.push_back({running.ns, running.name, running.uid});
     }
     const auto created = running.worker->CreatedMountPoints();
     mount_points_.insert(mount_points_.end(), created.begin(), created.end());
@@ -272,6 +323,34 @@ void Kubelet::Pass() {
     RemoveAllButLogs(running.dir);
     it = stopping_.erase(it);
   }
+  for (const PodRef& pod : deletions) {
+    DeletePod(pod.ns, pod.name, pod.uid);
+  }
+}
+
+void Kubelet::DeletePod(const std::string& ns, const std::string& name, const std::string& uid) {
+  if (options_.delete_pod) {
+    try {
+      options_.delete_pod(ns, name, uid);
+    } catch (const std::exception&) {
+      // Gone already, or replaced (the uid precondition): nothing of ours is left to delete.
+    }
+    return;
+  }
+  store_.Write([&](Store::Txn& txn) {
+    const json* current = txn.Get(kPodsKey, ns, name);
+    if (current == nullptr || Meta(*current, "uid") != uid) {
+      return;
+    }
+    const json& meta = (*current)["metadata"];
+    if (meta.contains("finalizers") && meta["finalizers"].is_array() && !meta["finalizers"].empty()) {
+      json held = *current;
+      held["metadata"]["deletionGracePeriodSeconds"] = 0;
+      txn.Put(kPodsKey, std::move(held));
+      return;
+    }
+    txn.Remove(kPodsKey, ns, name);
+  });
 }
 
 void Kubelet::Reject(const json& pod, const Admission& admission) {

@@ -40,6 +40,11 @@ struct KubeletOptions {
   // before its containers start: end-to-end tests break routes here.
   std::function<void(const std::string&, const std::string&, const std::string&, const std::string&)>
       on_pod_network_for_test;
+  // Called with (namespace, name, uid) once a Pod being deleted (metadata.deletionTimestamp) has
+  // its containers stopped and its final status written: the DELETE with gracePeriodSeconds 0
+  // and the uid as precondition that a kubelet sends. Null: the kubelet removes the Pod from the
+  // store itself (finalizers permitting).
+  std::function<void(const std::string&, const std::string&, const std::string&)> delete_pod;
 };
 
 class Kubelet {
@@ -56,7 +61,8 @@ class Kubelet {
 
   // The network, for tests that inject faults; null without isolation.
   PodNetwork* network() { return network_.get(); }
-  // Where the Pod's container logs are: <root>/pods/<namespace>_<name>_<uid>/logs/<container>.log.
+  // Where the Pod's container logs are: <root>/pods/<namespace>_<name>_<uid>/logs/<container>.log
+  // (container_log.h).
   std::filesystem::path PodDir(const std::string& ns, const std::string& name, const std::string& uid) const;
 
  private:
@@ -67,6 +73,8 @@ class Kubelet {
   void WriteStatus(const std::string& ns, const std::string& name, const std::string& uid, const PodView& view);
   // The kubelet's rejectPod: phase Failed, the reason, "Pod was rejected: <message>", an Event.
   void Reject(const nlohmann::json& pod, const Admission& admission);
+  // The last step of a graceful deletion (KubeletOptions::delete_pod).
+  void DeletePod(const std::string& ns, const std::string& name, const std::string& uid);
 
   Store& store_;
   KubeletOptions options_;
@@ -78,6 +86,7 @@ class Kubelet {
   std::vector<std::unique_ptr<Running>> stopping_;
   std::vector<std::filesystem::path> mount_points_;  // created on the host by stopped Pods' containers
   std::atomic<bool> stopping_all_{false};
+  std::atomic<bool> pod_finished_{false};  // a worker ended: the sync loop has a Pod to finish
   std::thread thread_;
 };
 

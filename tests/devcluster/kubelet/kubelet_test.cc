@@ -256,6 +256,47 @@ TEST_P(KubeletTest, DeletingAPodKillsItsProcesses) {
   EXPECT_NE(::kill(pid, 0), 0) << "process " << pid << " outlived its Pod";
 }
 
+// What a graceful DELETE leaves to the kubelet: the Pod is marked (deletionTimestamp, 1 s of
+// grace); its process ignores SIGTERM, so it is killed when the grace ends; the final status
+// (Failed, 137, an eviction's DisruptionTarget kept) is written before the Pod is removed.
+TEST_P(KubeletTest, APodMarkedForDeletionIsStoppedAfterItsGraceReportedAndRemoved) {
+  Put(kPods, ShellPod("marked", "trap '' TERM; while true; do sleep 0.1; done"));
+  WaitFor("marked", Phase("Running"));
+  std::uint64_t before = 0;
+  const auto marked_at = std::chrono::steady_clock::now();
+  store_.Write([&](Store::Txn& txn) {
+    json pod = *txn.Get(kPods, "default", "marked");
+    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:01Z";
+    pod["metadata"]["deletionGracePeriodSeconds"] = 1;
+    pod["status"]["conditions"].push_back(
+        {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"}});
+    before = txn.rv();
+    txn.Put(kPods, std::move(pod));
+  });
+  const auto deadline = std::chrono::steady_clock::now() + seconds(15);
+  while (!Get("marked").is_null() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(Get("marked").is_null()) << "the kubelet never removed the Pod";
+  EXPECT_GE(std::chrono::steady_clock::now() - marked_at, milliseconds(1000)) << "killed before its grace ended";
+  const Store::Batch batch = store_.WaitForEvents(before, std::chrono::steady_clock::now(), [] { return true; });
+  ASSERT_FALSE(batch.expired);
+  json last_status;
+  for (const EventPtr& event : batch.events) {
+    if (event->resource == kPods && event->type == EventType::kModified && event->object["metadata"]["name"] == "marked") {
+      last_status = event->object["status"];
+    }
+  }
+  ASSERT_TRUE(batch.events.back()->type == EventType::kDeleted);
+  EXPECT_EQ(last_status["phase"], "Failed") << last_status.dump(2);
+  EXPECT_EQ(last_status["containerStatuses"][0]["state"]["terminated"]["exitCode"], 137);
+  bool disruption_kept = false;
+  for (const json& condition : last_status["conditions"]) {
+    disruption_kept = disruption_kept || condition["type"] == "DisruptionTarget";
+  }
+  EXPECT_TRUE(disruption_kept) << "the kubelet dropped a condition it does not own";
+}
+
 // The preflight's shape on node-a's 4 GPUs: a native sidecar without GPUs, a regular init
 // container and the trainer with 2 each. The trainer sees the devices the preflight saw, the two
 // Pods see different ones, a Pod that finds none free is rejected, and ended Pods free theirs.

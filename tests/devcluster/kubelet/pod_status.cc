@@ -110,6 +110,16 @@ json BuildPodStatus(const PodView& view, const json& old_status, const std::stri
   if (const json* scheduled = OldCondition(old_status, "PodScheduled")) {
     conditions.push_back(*scheduled);
   }
+  // Conditions the kubelet does not own (DisruptionTarget from an eviction, readiness gates) stay.
+  if (old_status.is_object() && old_status.contains("conditions") && old_status["conditions"].is_array()) {
+    for (const json& condition : old_status["conditions"]) {
+      const std::string type = condition.is_object() ? condition.value("type", "") : "";
+      if (type != "PodScheduled" && type != "Initialized" && type != "ContainersReady" && type != "Ready" &&
+          type != "PodReadyToStartContainers") {
+        conditions.push_back(condition);
+      }
+    }
+  }
   conditions.push_back(Condition(old_status, "Initialized", view.initialized, "ContainersNotInitialized", now));
   conditions.push_back(Condition(old_status, "ContainersReady", ready, "ContainersNotReady", now));
   conditions.push_back(Condition(old_status, "Ready", ready, "ContainersNotReady", now));

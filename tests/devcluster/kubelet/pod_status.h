@@ -45,8 +45,9 @@ struct PodView {
   std::vector<ContainerView> containers;
 };
 
-// The Pod's new status. Conditions other than the kubelet's (PodScheduled) are kept from
-// `old_status`, and a condition's lastTransitionTime moves only when its status changes.
+// The Pod's new status. Conditions the kubelet does not own (PodScheduled, the scheduler's, and
+// any other: DisruptionTarget, readiness gates) are kept from `old_status`, and a condition's
+// lastTransitionTime moves only when its status changes.
 nlohmann::json BuildPodStatus(const PodView& view, const nlohmann::json& old_status, const std::string& now);
 
 }  // namespace ringleader::devcluster::kubelet

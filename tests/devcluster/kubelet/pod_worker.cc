@@ -5,6 +5,7 @@
 #include <exception>
 #include <future>
 
+#include "tests/devcluster/kubelet/container_log.h"
 #include "tests/devcluster/machinery/object_meta.h"
 
 namespace ringleader::devcluster::kubelet {
@@ -79,7 +80,11 @@ PodWorker::~PodWorker() {
   }
 }
 
-void PodWorker::RequestStop() {
+void PodWorker::RequestStop(std::optional<std::chrono::milliseconds> deletion_grace) {
+  if (deletion_grace && !stop_) {
+    deletion_grace_ms_ = deletion_grace->count();
+    deleting_ = true;
+  }
   stop_ = true;
   std::lock_guard<std::mutex> lock(wake_mu_);
   wake_.notify_all();
@@ -107,8 +112,33 @@ void PodWorker::Run() {
     std::unique_lock<std::mutex> lock(wake_mu_);
     wake_.wait_for(lock, env_.step, [this] { return stop_.load(); });
   }
+  if (deleting_) {
+    grace_ = std::min(std::chrono::milliseconds(deletion_grace_ms_.load()), env_.max_grace);
+  }
   StopAll();
+  if (deleting_) {
+    SetTerminalPhase();
+  }
   finished_ = true;
+  // After finished_: the status write wakes the kubelet, which then finds the Pod ready to go.
+  if (deleting_) {
+    Publish();
+  }
+  if (env_.on_stopped) {
+    env_.on_stopped();
+  }
+}
+
+void PodWorker::SetTerminalPhase() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (view_.phase == "Succeeded" || view_.phase == "Failed") {
+    return;
+  }
+  // The kubelet's getPhase for a terminal Pod, and TerminatePod's Failed for one that never ran.
+  const bool succeeded = !main_.empty() && std::all_of(main_.begin(), main_.end(), [](const auto& container) {
+    return container->view.terminated && container->view.terminated->exit_code == 0;
+  });
+  view_.phase = succeeded ? "Succeeded" : "Failed";
 }
 
 bool PodWorker::Prepare() {
@@ -212,11 +242,13 @@ void PodWorker::Start(Container& container) {
   options.spec = *container.launch;
   options.netns = env_.netns;
   options.hosts_file = env_.hosts_file;
-  options.log = env_.dir / "logs" / (container.view.name + ".log");
+  options.log = ContainerLogPath(env_.dir, container.view.name);
   options.isolation = env_.isolation;
   std::unique_ptr<ContainerProcess> process;
   std::string error;
   try {
+    // Each run's output is told apart from the last one's (pods/log serves one run).
+    NoteContainerRunStart(env_.dir, container.view.name);
     process = std::make_unique<ContainerProcess>(options);
   } catch (const std::exception& e) {
     error = e.what();

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -42,6 +43,8 @@ struct PodEnvironment {
   std::chrono::milliseconds max_grace{5000};        // caps terminationGracePeriodSeconds
   std::chrono::milliseconds restart_backoff{1000};  // doubles per restart, up to 10x
   std::chrono::milliseconds step{100};
+  // Called on the worker's thread once its containers have stopped after RequestStop.
+  std::function<void()> on_stopped;
 };
 
 class PodWorker {
@@ -52,9 +55,13 @@ class PodWorker {
   PodWorker& operator=(const PodWorker&) = delete;
   ~PodWorker();  // stops the containers (RequestStop) and joins
 
-  // The Pod is gone: stop every container (main ones first, then sidecars, each SIGTERM then
-  // SIGKILL after the grace period). Returns at once; Finished() tells when it is done.
-  void RequestStop();
+  // Stop every container (main ones first, then sidecars, each SIGTERM then SIGKILL after the
+  // grace period). With `deletion_grace` the Pod is being deleted: that grace period (capped by
+  // max_grace) replaces terminationGracePeriodSeconds, and once the containers have stopped the
+  // worker publishes the terminal phase the kubelet reports before the Pod goes (Succeeded when
+  // every app container exited 0, else Failed). Without it the Pod is already gone. Returns at
+  // once; Finished() tells when it is done.
+  void RequestStop(std::optional<std::chrono::milliseconds> deletion_grace = std::nullopt);
   bool Finished() const { return finished_.load(); }
   PodView View() const;
   // Mount points its containers created on the host (parents first). Other Pods' containers may
@@ -73,6 +80,8 @@ class PodWorker {
   bool Restartable(const Container& container) const;
   void StopContainer(Container& container);
   void StopAll();
+  // The phase of a Pod whose containers were stopped for its deletion.
+  void SetTerminalPhase();
   void Publish();
 
   nlohmann::json pod_;
@@ -93,6 +102,8 @@ class PodWorker {
   std::vector<std::filesystem::path> created_mount_points_;
 
   std::atomic<bool> stop_{false};
+  std::atomic<bool> deleting_{false};
+  std::atomic<std::int64_t> deletion_grace_ms_{0};
   std::atomic<bool> finished_{false};
   std::mutex wake_mu_;
   std::condition_variable wake_;
