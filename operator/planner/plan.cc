@@ -30,6 +30,7 @@ struct PodView {
   bool ready = false;
   bool preflight_passed = false;  // the preflight init container exited 0
   bool trainers_done = false;     // Succeeded, or every app container exited 0
+  bool trainers_exited = false;   // finished, or every app container terminated, whatever its code
   std::string failure;  // why it failed, naming the container, when it did
   std::string sidecar_failure;  // why its native sidecar exited non-zero, when it did
   // Containers (app, then init) that terminated non-zero, for the failure policy's onExitCodes.
@@ -213,6 +214,11 @@ PodView ViewPod(const json& pod) {
   }
   view.trainers_done = view.phase == "Succeeded" ||
                        (!containers.empty() && std::all_of(containers.begin(), containers.end(), ExitedZero));
+  view.trainers_exited = view.Finished() ||
+                         (!containers.empty() && std::all_of(containers.begin(), containers.end(), [](const json& c) {
+                           const json* state = Member(c, "state");
+                           return state != nullptr && Member(*state, "terminated") != nullptr;
+                         }));
   if (view.phase == "Failed" && view.failure.empty()) {
     for (const json& container : containers) {
       if (std::string why = Terminated(container); !why.empty()) {
@@ -248,6 +254,19 @@ PodView ViewPod(const json& pod) {
 }
 
 bool HasFailed(const PodView& pod) { return pod.phase == "Failed" || !pod.failure.empty(); }
+
+// The order failures happened in: the first container exit first (a rank that failed by itself
+// usually exits before the ranks that lose it as a peer), Pods with no known exit time after
+// those with one, then by rank, so the order never depends on how the Pods were listed.
+bool EarlierFailure(const PodView* a, const PodView* b) {
+  if (a->first_exit_time.has_value() != b->first_exit_time.has_value()) {
+    return a->first_exit_time.has_value();
+  }
+  if (a->first_exit_time.has_value() && *a->first_exit_time != *b->first_exit_time) {
+    return *a->first_exit_time < *b->first_exit_time;
+  }
+  return a->rank != b->rank ? a->rank < b->rank : a->name < b->name;
+}
 
 std::string DescribeFailure(const PodView& pod) {
   return "rank " + std::to_string(pod.rank) + " (pod " + pod.name + ") " + pod.failure;
@@ -362,6 +381,12 @@ std::string Seconds(seconds value) { return std::to_string(value.count()) + " s"
 // How long a gang restart may wait for the other ranks' failures (AwaitingEvidence).
 constexpr seconds kFailureSettle{5};
 
+// How many past attempts keep their failed rank's Pod for `kubectl logs`. A constant, not a spec
+// field: the Pods hold no ports or GPUs, only an API object and the node's copy of the logs, and
+// a log pipeline is the place for a longer history; three covers "what failed, and did the retries
+// fail the same way" within the default backoffLimit.
+constexpr std::int64_t kEvidenceAttempts = 3;
+
 std::string DescribePorts(const api::JobPorts& ports) {
   return "master=" + std::to_string(ports.master) + " rendezvous=" + std::to_string(ports.rendezvous) +
          " metrics=" + std::to_string(ports.metrics) + " spare=" + std::to_string(ports.spare);
@@ -398,11 +423,14 @@ class Planner {
     const bool ending = std::any_of(pods_.begin(), pods_.end(), [this](const PodView& pod) {
       return pod.attempt == next_.restarts && pod.trainers_done;
     });
+    // A past attempt's Pod is judged by what it did in its own attempt, whatever the current one
+    // does, so the Pod kept as that attempt's evidence stays the same one (FindEvidence).
     for (PodView& pod : pods_) {
-      if (!ending && pod.failure.empty()) {
+      if ((!ending || pod.attempt != next_.restarts) && pod.failure.empty()) {
         pod.failure = pod.sidecar_failure;
       }
     }
+    FindEvidence();
   }
 
   Plan Run() {
@@ -469,6 +497,35 @@ class Planner {
       plan_.actions.push_back(DeleteObject{"Pod", pod.name, pod.uid});
     }
   }
+  // The Pod kept for `kubectl logs` from `attempt`: of its Pods that failed and are not being
+  // deleted, the earliest failure, if that Pod's trainers have exited. One whose trainers still
+  // run (only its sidecar failed) would keep holding GPUs and ports, so nothing is kept then.
+  // Decided from what is observed on every pass: once the gang restart has deleted the attempt's
+  // other Pods, the kept one is the only candidate left.
+  const PodView* EvidencePod(std::int64_t attempt) const {
+    const PodView* earliest = nullptr;
+    for (const PodView& pod : pods_) {
+      if (pod.attempt == attempt && pod.rank >= 0 && pod.rank < job_.spec.replicas && !pod.deleting &&
+          HasFailed(pod) && pod.name == PodName(job_, pod.rank, attempt) &&
+          (earliest == nullptr || EarlierFailure(&pod, earliest))) {
+        earliest = &pod;
+      }
+    }
+    return earliest != nullptr && earliest->trainers_exited ? earliest : nullptr;
+  }
+  // The evidence Pods of the last kEvidenceAttempts attempts before the current one.
+  void FindEvidence() {
+    evidence_.clear();
+    for (std::int64_t attempt = std::max<std::int64_t>(next_.restarts - kEvidenceAttempts, 0);
+         attempt < next_.restarts; ++attempt) {
+      if (const PodView* pod = EvidencePod(attempt)) {
+        evidence_.push_back(pod);
+      }
+    }
+  }
+  bool IsEvidence(const PodView& pod) const {
+    return std::find(evidence_.begin(), evidence_.end(), &pod) != evidence_.end();
+  }
   std::vector<const PodView*> Current() const {
     std::vector<const PodView*> out;
     for (const PodView& pod : pods_) {
@@ -495,7 +552,9 @@ class Planner {
     // by itself, its logs kept: only its sidecar is left, and the kubelet stops that.
     const bool succeeded = next_.IsTrue(kSucceeded);
     for (const PodView& pod : pods_) {
-      if (!pod.Finished()) {
+      // A kept Pod's trainers have exited; whatever still runs there (its sidecar) is being
+      // stopped by the kubelet, and waiting on it could wait forever on a node that is gone.
+      if (!pod.Finished() && !IsEvidence(pod)) {
         if (!(succeeded && pod.trainers_done && pod.attempt == next_.restarts)) {
           DeletePod(pod);
         }
@@ -600,8 +659,8 @@ class Planner {
     std::map<std::string, const PodView*> by_name;
     for (const PodView& pod : pods_) {
       by_name[pod.name] = &pod;
-      if (pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
-          pod.name != PodName(job_, pod.rank)) {
+      if (!IsEvidence(pod) && (pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
+                               pod.name != PodName(job_, pod.rank, pod.attempt))) {
         DeletePod(pod);
       }
     }
@@ -618,6 +677,8 @@ class Planner {
         failed.push_back(pod);
       }
     }
+    // The messages name the earliest failure first, the one most likely to be the cause.
+    std::stable_sort(failed.begin(), failed.end(), EarlierFailure);
     if (!failed.empty()) {
       std::vector<Verdict> verdicts;
       for (const PodView* pod : failed) {
@@ -645,14 +706,18 @@ class Planner {
 
   void CreateMissingPods(const std::map<std::string, const PodView*>& by_name) {
     std::vector<std::int64_t> missing;
-    bool waiting_for_old = false;
-    for (std::int64_t rank = 0; rank < job_.spec.replicas; ++rank) {
-      const std::string name = PodName(job_, rank);
-      auto it = by_name.find(name);
+    // A deleted Pod of another attempt that is still terminating may still listen on the job's
+    // ports and hold its GPUs, so the new attempt waits until each is gone or has finished. A kept
+    // Pod's trainers have exited, and it is never deleted, so it never holds the new attempt back.
+    bool waiting_for_old = std::any_of(pods_.begin(), pods_.end(), [this](const PodView& pod) {
+      return pod.attempt != next_.restarts && !pod.Finished() && !IsEvidence(pod);
+    });
+    for (std::int64_t rank = 0; rank < job_.spec.replicas && !waiting_for_old; ++rank) {
+      auto it = by_name.find(PodName(job_, rank, next_.restarts));
       if (it == by_name.end()) {
         missing.push_back(rank);
       } else if (it->second->attempt != next_.restarts) {
-        waiting_for_old = true;  // the name frees up once the old Pod is gone
+        waiting_for_old = true;  // a mislabelled Pod holds the name; it frees up once that Pod is gone
       }
     }
     if (!missing.empty() && ProviderMissing()) {
@@ -864,8 +929,13 @@ class Planner {
     }
     next_.restarts += 1;
     next_.counted_restarts += counted ? 1 : 0;
+    // The ended attempt's failed rank joins the kept Pods; the oldest beyond the bound goes.
+    FindEvidence();
+    const PodView* kept = EvidencePod(next_.restarts - 1);
     for (const PodView& pod : pods_) {
-      DeletePod(pod);
+      if (!IsEvidence(pod)) {
+        DeletePod(pod);
+      }
     }
     const seconds delay = job_.spec.run_policy.failure_policy.restart_backoff.Delay(next_.restarts);
     if (delay > seconds(0)) {
@@ -891,6 +961,9 @@ class Planner {
     } else {
       message += " (" + terms + ")";
     }
+    if (kept != nullptr) {
+      message += "; pod " + kept->name + " kept for kubectl logs";
+    }
     // Every gang restart is announced, also one that follows another before the gang ran.
     SetCondition(next_, kRestarting, true, reason, message, now_, job_.metadata.generation);
     Event("Warning", kRestarting, reason + ": " + message);
@@ -907,7 +980,7 @@ class Planner {
 
   void Fail(std::string_view reason, const std::string& message) {
     for (const PodView& pod : pods_) {
-      if (!pod.Finished()) {
+      if (!pod.Finished() && !IsEvidence(pod)) {
         DeletePod(pod);
       }
     }
@@ -1038,6 +1111,8 @@ class Planner {
   const api::Time now_;
   api::TrainingJobStatus next_;
   std::vector<PodView> pods_;
+  // The Pods kept for `kubectl logs` from past attempts (FindEvidence), pointing into pods_.
+  std::vector<const PodView*> evidence_;
   Plan plan_;
 };
 

@@ -505,14 +505,19 @@ bool HostNetwork(const api::TrainingJob& job, const PlannerConfig& config) {
   return job.spec.host_network.value_or(config.default_host_network);
 }
 
-std::string PodName(const api::TrainingJob& job, std::int64_t rank) {
+std::string PodHostname(const api::TrainingJob& job, std::int64_t rank) {
   return job.metadata.name + "-" + std::to_string(rank);
+}
+
+std::string PodName(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt) {
+  // Attempt 0 keeps the plain name: a job that never restarts looks as it always did.
+  return attempt == 0 ? PodHostname(job, rank) : PodHostname(job, rank) + "-attempt-" + std::to_string(attempt);
 }
 
 json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
               const api::JobPorts& ports, const PlannerConfig& config) {
   const json& tmpl = job.spec.template_;
-  const std::string name = PodName(job, rank);
+  const std::string name = PodName(job, rank, attempt);
   const std::string master_addr = MasterAddr(job, config);
 
   json metadata = ChildMetadata(job, name);
@@ -529,7 +534,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   }
 
   json spec = tmpl.value("spec", json::object());
-  spec["hostname"] = name;
+  spec["hostname"] = PodHostname(job, rank);
   spec["subdomain"] = job.metadata.name;
   spec["restartPolicy"] = "Never";
   const bool host_network = HostNetwork(job, config);

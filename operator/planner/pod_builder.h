@@ -16,7 +16,16 @@
 
 namespace ringleader::planner {
 
-std::string PodName(const api::TrainingJob& job, std::int64_t rank);
+// A rank's Pod of one attempt: <job>-<rank> for attempt 0, <job>-<rank>-attempt-<k> from the first
+// gang restart on, so a failed rank's Pod kept for `kubectl logs` never holds the name the next
+// attempt needs. A Pod name is a DNS subdomain (253 characters), so the suffix fits any job name
+// the validation admits (at most 62 characters).
+std::string PodName(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt);
+
+// The DNS hostname of a rank's Pod in every attempt, <job>-<rank> (a 63-character label): with
+// the subdomain <job> it gives the rank the same DNS name, and MASTER_ADDR the same value, in
+// every attempt.
+std::string PodHostname(const api::TrainingJob& job, std::int64_t rank);
 
 // Whether the job's Pods use the node's network: spec.networking.hostNetwork, or the operator's
 // default when the job leaves it unset.
