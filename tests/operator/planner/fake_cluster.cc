@@ -4,6 +4,8 @@
 #include <functional>
 #include <stdexcept>
 
+#include "operator/planner/pod_builder.h"
+
 namespace ringleader::planner::testing {
 
 using nlohmann::json;
@@ -123,9 +125,17 @@ void FakeCluster::SetPhase(const std::string& pod, const std::string& phase) {
   }
 }
 
+std::string FakeCluster::CurrentPod(int rank) const {
+  const api::TrainingJob job = Job();
+  return PodName(job, rank, job.status.restarts);
+}
+
 void FakeCluster::SetAllPhases(const std::string& phase) {
   for (const auto& [name, pod] : pods_) {
-    SetPhase(name, phase);
+    const std::string current = pod["status"].value("phase", "");
+    if (current != "Failed" && current != "Succeeded") {
+      SetPhase(name, phase);
+    }
   }
 }
 

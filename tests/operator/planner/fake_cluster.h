@@ -43,9 +43,14 @@ class FakeCluster {
   // PodGroups created by name (a create of an existing one replaces it, as the applier does).
   const std::map<std::string, nlohmann::json>& pod_groups() const { return pod_groups_; }
 
+  // The name of rank `rank`'s Pod in the job's current attempt (status.restarts).
+  std::string CurrentPod(int rank) const;
+
   // Kubelet-like drivers. A Pod set Running or Succeeded has its init containers done: the
   // sidecar started (unless its status was set already) and the preflight exited 0.
   void SetPhase(const std::string& pod, const std::string& phase);
+  // Every Pod not yet Failed or Succeeded: a kubelet never moves a Pod out of those phases, so a
+  // failed attempt's Pod kept for its logs stays as it is.
   void SetAllPhases(const std::string& phase);
   void SetSidecarStarted(const std::string& pod, bool started);
   // The preflight init container exited 0 (the Pod's phase is left as it is).

@@ -315,7 +315,7 @@ TEST(FailurePolicyTest, TheOtherRanksFailuresInADisruptedAttemptAreIgnored) {
   // The next attempt is not disrupted: a failure there counts (and backoffLimit 0 ends the job).
   cluster.ReconcileUntilStable(At(20));
   cluster.SetAllPhases("Running");
-  cluster.FailContainer("demo-0", 1, "Error");
+  cluster.FailContainer(cluster.CurrentPod(0), 1, "Error");
   cluster.ReconcileUntilStable(At(21));
   EXPECT_EQ(Reason(cluster, "Failed"), "BackoffLimitExceeded");
 }
@@ -334,18 +334,18 @@ TEST(FailurePolicyTest, IgnoredRestartsDoNotUseUpTheBackoffLimit) {
   cluster.ReconcileUntilStable(At(1));
 
   cluster.SetAllPhases("Running");
-  cluster.FailContainer("demo-0", 1, "Error");
+  cluster.FailContainer(cluster.CurrentPod(0), 1, "Error");
   cluster.ReconcileUntilStable(At(2));
   EXPECT_EQ(Status(cluster)["restarts"], 2);
   EXPECT_EQ(Status(cluster)["countedRestarts"], 1);
   EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("(restart 1 of 1)"));
   // Pods carry the attempt number, which counts every restart.
-  for (const auto& [name, pod] : cluster.pods()) {
-    EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "2") << name;
+  for (const int rank : {0, 1}) {
+    EXPECT_EQ(cluster.pods().at(cluster.CurrentPod(rank))["metadata"]["labels"]["ringleader.dev/attempt"], "2");
   }
 
   cluster.SetAllPhases("Running");
-  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.FailContainer(cluster.CurrentPod(1), 1, "Error");
   cluster.ReconcileUntilStable(At(3));
   EXPECT_EQ(Reason(cluster, "Failed"), "BackoffLimitExceeded");
   EXPECT_THAT(Message(cluster, "Failed"), HasSubstr("1 of 1 restarts used"));
@@ -363,7 +363,8 @@ TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest)
   int now = 100;
   for (const int expected : {10, 20, 25, 25}) {
     SCOPED_TRACE("backoff " + std::to_string(expected));
-    cluster.FailContainer("demo-1", 1, "Error");
+    const std::string failed = cluster.CurrentPod(1);
+    cluster.FailContainer(failed, 1, "Error");
     const Plan restart = cluster.Reconcile(At(now));
     ASSERT_TRUE(restart.requeue_after.has_value());
     EXPECT_EQ(*restart.requeue_after, seconds(expected));
@@ -374,9 +375,11 @@ TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest)
                 HasSubstr("restarting all 2 pods in " + delay + " (restart " + std::to_string(restarts) +
                           " of 5, backoff " + delay + ")"));
     EXPECT_THAT(EventMessages(cluster, "Restarting").back(),
-                HasSubstr("PodFailed: rank 1 (pod demo-1) container trainer exited with code 1 (Error); "
+                HasSubstr("PodFailed: rank 1 (pod " + failed + ") container trainer exited with code 1 (Error); "
                           "restarting all 2 pods in " + delay));
-    EXPECT_TRUE(cluster.pods().empty());
+    // Only the failed ranks' Pods of the last 3 attempts are left.
+    EXPECT_EQ(cluster.pods().size(), std::min<std::size_t>(restarts, 3));
+    EXPECT_TRUE(cluster.pods().contains(failed));
 
     // Part way through: nothing is created, and the requeue is for what is left.
     const Plan waiting = cluster.Reconcile(At(now + 4));

@@ -151,12 +151,12 @@ TEST(SuccessPolicyTest, BeforeRankZeroSucceedsAFailureRestartsTheGangAsBefore) {
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(20));
   ASSERT_EQ(Status(cluster)["state"], "Running");
-  FinishTrainers(cluster, "demo-0");
+  FinishTrainers(cluster, cluster.CurrentPod(0));
   cluster.ReconcileUntilStable(At(40));
   EXPECT_EQ(Status(cluster)["state"], "Succeeded");
   EXPECT_EQ(Reason(cluster, "Succeeded"), "RankZeroSucceeded");
   EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_THAT(EventMessages(cluster, "RankZeroSucceeded")[0], HasSubstr("(pod demo-0, attempt 1)"));
+  EXPECT_THAT(EventMessages(cluster, "RankZeroSucceeded")[0], HasSubstr("(pod demo-0-attempt-1, attempt 1)"));
 }
 
 TEST(SuccessPolicyTest, AnotherRanksTrainersFinishingFirstDecideNothing) {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "operator/planner/pod_builder.h"
 #include "tests/operator/planner/fake_cluster.h"
@@ -48,6 +50,14 @@ bool HasEvent(const FakeCluster& cluster, const std::string& reason) {
     }
   }
   return false;
+}
+
+std::vector<std::string> PodNames(const FakeCluster& cluster) {
+  std::vector<std::string> names;
+  for (const auto& [name, pod] : cluster.pods()) {
+    names.push_back(name);
+  }
+  return names;
 }
 
 const json& Sidecar(const json& pod) { return pod["spec"]["initContainers"].front(); }
@@ -247,7 +257,7 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   StartRunning(cluster, At(0));
   cluster.FailContainer("demo-2", 137, "OOMKilled");
   const Plan plan = cluster.Reconcile(At(20));
-  EXPECT_EQ(Count<DeleteObject>(plan), 4);
+  EXPECT_EQ(Count<DeleteObject>(plan), 3) << "demo-2 is kept for kubectl logs";
   EXPECT_EQ(Count<CreateObject>(plan), 0);
   const json& job = cluster.job_json();
   EXPECT_EQ(job["status"]["restarts"], 1);
@@ -257,7 +267,8 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   EXPECT_THAT((*restarting)["message"].get<std::string>(),
               HasSubstr("rank 2 (pod demo-2) container trainer exited with code 137 (OOMKilled)"));
   EXPECT_THAT((*restarting)["message"].get<std::string>(),
-              HasSubstr("restarting all 4 pods in 10 s (restart 1 of 3, backoff 10 s)"));
+              HasSubstr("restarting all 4 pods in 10 s (restart 1 of 3, backoff 10 s); "
+                        "pod demo-2 kept for kubectl logs"));
   const auto restart_event = std::find_if(cluster.events().begin(), cluster.events().end(),
                                           [](const RecordEvent& e) { return e.reason == "Restarting"; });
   ASSERT_NE(restart_event, cluster.events().end());
@@ -265,10 +276,12 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   EXPECT_THAT(restart_event->message, HasSubstr("PodFailed: rank 2 (pod demo-2)"));
   // The new gang comes up after the default backoff (10 s) as attempt 1 with the same ports.
   cluster.ReconcileUntilStable(At(29));
-  EXPECT_TRUE(cluster.pods().empty());
+  EXPECT_EQ(cluster.pods().size(), 1u);
   cluster.ReconcileUntilStable(At(30));
-  ASSERT_EQ(cluster.pods().size(), 4u);
-  for (const auto& [name, pod] : cluster.pods()) {
+  ASSERT_EQ(cluster.pods().size(), 5u);
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::string name = "demo-" + std::to_string(rank) + "-attempt-1";
+    const json& pod = cluster.pods().at(name);
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
     // The sidecar holds out for the new attempt's rank 0 (rendezvous/store_client.h).
     EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_ATTEMPT"), "1") << name;
@@ -280,20 +293,24 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   EXPECT_EQ((*FindCondition(job, "Restarting"))["status"], "False");
 }
 
-TEST(PlanTest, RestartWaitsForOldPodsToTerminateBeforeReusingTheirNames) {
+// A deleted Pod still terminating may still listen on the job's ports; the kept Pod has finished.
+TEST(PlanTest, RestartWaitsForDeletedOldPodsToTerminateButNotForTheKeptOne) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.set_graceful_deletion(true);
   StartRunning(cluster, At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(cluster.pods().size(), 2u);  // still terminating, nothing new created
-  for (const auto& [name, pod] : cluster.pods()) {
-    EXPECT_TRUE(pod["metadata"].contains("deletionTimestamp")) << name;
-  }
+  EXPECT_FALSE(cluster.pods().at("demo-0")["metadata"].contains("deletionTimestamp")) << "kept";
+  EXPECT_TRUE(cluster.pods().at("demo-1")["metadata"].contains("deletionTimestamp"));
+  const Plan held = cluster.Reconcile(At(11));  // past the 10 s backoff, demo-1 still there
+  EXPECT_EQ(Count<CreateObject>(held), 0);
+  EXPECT_EQ(cluster.pods().size(), 2u);
   cluster.FinishDeletions();
-  cluster.ReconcileUntilStable(At(11));  // past the 10 s backoff
-  ASSERT_EQ(cluster.pods().size(), 2u);
-  EXPECT_EQ(cluster.pods().at("demo-0")["metadata"]["labels"]["ringleader.dev/attempt"], "1");
+  cluster.ReconcileUntilStable(At(12));
+  ASSERT_EQ(cluster.pods().size(), 3u);
+  EXPECT_EQ(cluster.pods().at("demo-0-attempt-1")["metadata"]["labels"]["ringleader.dev/attempt"], "1");
+  EXPECT_EQ(cluster.pods().at("demo-1-attempt-1")["metadata"]["labels"]["ringleader.dev/attempt"], "1");
+  EXPECT_EQ(cluster.pods().at("demo-0")["status"]["phase"], "Failed");
 }
 
 TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
@@ -306,19 +323,18 @@ TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
   EXPECT_EQ(cluster.job_json()["status"]["restarts"], 1);
   cluster.ReconcileUntilStable(At(11));  // past the 10 s backoff
   cluster.SetAllPhases("Running");
-  cluster.FailContainer("demo-0", 2, "Error");
+  cluster.FailContainer("demo-0-attempt-1", 2, "Error");
   cluster.ReconcileUntilStable(At(12));
   const json& job = cluster.job_json();
   EXPECT_EQ(job["status"]["state"], "Failed");
   const json* failed = FindCondition(job, "Failed");
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ((*failed)["reason"], "BackoffLimitExceeded");
-  EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("rank 0 (pod demo-0)"));
+  EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("rank 0 (pod demo-0-attempt-1)"));
   EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("1 of 1 restarts used"));
   EXPECT_EQ(job["status"]["restarts"], 1);
-  // Running Pods were deleted; the failed one stays for its logs.
-  ASSERT_EQ(cluster.pods().size(), 1u);
-  EXPECT_EQ(cluster.pods().begin()->first, "demo-0");
+  // Running Pods were deleted; the failed one stays for its logs, and so does attempt 0's.
+  EXPECT_THAT(PodNames(cluster), ::testing::ElementsAre("demo-0-attempt-1", "demo-1"));
   EXPECT_EQ(job["status"]["portsReleased"], true);
 }
 
