@@ -79,7 +79,8 @@ void CheckMetadata(const TrainingJob& job, Checker& check) {
     check.Add("metadata.name", "is required");
     return;
   }
-  // Pods are named <name>-<rank> and use that as their DNS hostname, a 63-character label.
+  // Pod hostnames are <name>-<rank>, a 63-character DNS label. Pod names add -attempt-<k> from the
+  // first gang restart on, but a Pod name is a DNS subdomain (253 characters): no room needed here.
   const std::size_t suffix = std::to_string(std::max<std::int64_t>(job.spec.replicas - 1, 0)).size() + 1;
   if (!IsDnsLabel(name)) {
     check.Add("metadata.name",

@@ -155,6 +155,11 @@ bool ExitedZero(const json& container_status) {
   return code != nullptr && code->is_number_integer() && code->get<std::int64_t>() == 0;
 }
 
+bool IsTerminated(const json& container_status) {
+  const json* state = Member(container_status, "state");
+  return state != nullptr && Member(*state, "terminated") != nullptr;
+}
+
 PodView ViewPod(const json& pod) {
   PodView view;
   static const json kEmptyObject = json::object();
@@ -215,10 +220,7 @@ PodView ViewPod(const json& pod) {
   view.trainers_done = view.phase == "Succeeded" ||
                        (!containers.empty() && std::all_of(containers.begin(), containers.end(), ExitedZero));
   view.trainers_exited = view.Finished() ||
-                         (!containers.empty() && std::all_of(containers.begin(), containers.end(), [](const json& c) {
-                           const json* state = Member(c, "state");
-                           return state != nullptr && Member(*state, "terminated") != nullptr;
-                         }));
+                         (!containers.empty() && std::all_of(containers.begin(), containers.end(), IsTerminated));
   if (view.phase == "Failed" && view.failure.empty()) {
     for (const json& container : containers) {
       if (std::string why = Terminated(container); !why.empty()) {
@@ -659,8 +661,9 @@ class Planner {
     std::map<std::string, const PodView*> by_name;
     for (const PodView& pod : pods_) {
       by_name[pod.name] = &pod;
-      if (!IsEvidence(pod) && (pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
-                               pod.name != PodName(job_, pod.rank, pod.attempt))) {
+      const bool stray = pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
+                         pod.name != PodName(job_, pod.rank, pod.attempt);
+      if (stray && !IsEvidence(pod)) {
         DeletePod(pod);
       }
     }

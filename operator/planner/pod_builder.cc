@@ -511,7 +511,8 @@ std::string PodHostname(const api::TrainingJob& job, std::int64_t rank) {
 
 std::string PodName(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt) {
   // Attempt 0 keeps the plain name: a job that never restarts looks as it always did.
-  return attempt == 0 ? PodHostname(job, rank) : PodHostname(job, rank) + "-attempt-" + std::to_string(attempt);
+  const std::string hostname = PodHostname(job, rank);
+  return attempt == 0 ? hostname : hostname + "-attempt-" + std::to_string(attempt);
 }
 
 json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
