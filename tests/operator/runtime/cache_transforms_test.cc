@@ -158,14 +158,15 @@ TEST(CacheTransformsTest, PlansFromTrimmedPodsEqualPlansFromFullPods) {
   cluster.FinishDeletions();
   ExpectSamePlan(cluster, "restart backoff");
   cluster.ReconcileUntilStable(At(12));
-  cluster.FailPreflight("demo-0", 3, "rendezvous: ranks 2 of 3 did not join within 300 s");
+  cluster.FailPreflight(cluster.CurrentPod(0), 3, "rendezvous: ranks 2 of 3 did not join within 300 s");
   ExpectSamePlan(cluster, "preflight failed");
   cluster.Reconcile(At(13));
   cluster.FinishDeletions();
   cluster.ReconcileUntilStable(At(60));
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(60));
-  cluster.Disrupt("demo-1", "PreemptionByScheduler", "preempted by default/urgent");
+  ExpectSamePlan(cluster, "attempt 1's failed rank kept");
+  cluster.Disrupt(cluster.CurrentPod(1), "PreemptionByScheduler", "preempted by default/urgent");
   ExpectSamePlan(cluster, "a rank preempted");
   cluster.AddForeignPod("intruder");
   ExpectSamePlan(cluster, "foreign pod");
