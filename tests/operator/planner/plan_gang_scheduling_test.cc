@@ -157,11 +157,14 @@ TEST(GangSchedulingTest, KueueGangRestartIsANewGroupSoKueueAdmitsItAfresh) {
   cluster.ReconcileUntilStable(At(1));
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(2));
-  ASSERT_EQ(cluster.pods().size(), 2u);
-  for (const auto& [name, pod] : cluster.pods()) {
+  ASSERT_EQ(cluster.pods().size(), 3u);
+  for (const char* name : {"demo-0-attempt-1", "demo-1-attempt-1"}) {
+    const json& pod = cluster.pods().at(name);
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
     EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-attempt-1") << name;
   }
+  // The failed rank's Pod kept for kubectl logs stays in its own attempt's (finished) group.
+  EXPECT_EQ(cluster.pods().at("demo-1")["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-attempt-0");
 }
 
 TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
