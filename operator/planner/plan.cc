@@ -499,28 +499,42 @@ class Planner {
       plan_.actions.push_back(DeleteObject{"Pod", pod.name, pod.uid});
     }
   }
-  // The Pod kept for `kubectl logs` from `attempt`: of its Pods that failed and are not being
-  // deleted, the earliest failure, if that Pod's trainers have exited. One whose trainers still
-  // run (only its sidecar failed) would keep holding GPUs and ports, so nothing is kept then.
-  // Decided from what is observed on every pass: once the gang restart has deleted the attempt's
-  // other Pods, the kept one is the only candidate left.
-  const PodView* EvidencePod(std::int64_t attempt) const {
-    const PodView* earliest = nullptr;
+  // The Pods kept for `kubectl logs` from `attempt`: of its Pods that failed and are not being
+  // deleted, the earliest failure, with every other that exited in the same second (the API's
+  // time resolution: which of those brought the others down cannot be told, and the cause is the
+  // log a user needs), each only if its trainers have exited. One whose trainers still run (only
+  // its sidecar failed) would keep holding GPUs and ports, so it is not kept. Decided from what
+  // is observed on every pass: once the gang restart has deleted the attempt's other Pods, the
+  // kept ones are the only candidates left.
+  std::vector<const PodView*> EvidencePods(std::int64_t attempt) const {
+    std::vector<const PodView*> failed;
     for (const PodView& pod : pods_) {
       if (pod.attempt == attempt && pod.rank >= 0 && pod.rank < job_.spec.replicas && !pod.deleting &&
-          HasFailed(pod) && pod.name == PodName(job_, pod.rank, attempt) &&
-          (earliest == nullptr || EarlierFailure(&pod, earliest))) {
-        earliest = &pod;
+          HasFailed(pod) && pod.name == PodName(job_, pod.rank, attempt)) {
+        failed.push_back(&pod);
       }
     }
-    return earliest != nullptr && earliest->trainers_exited ? earliest : nullptr;
+    if (failed.empty()) {
+      return {};
+    }
+    const PodView* earliest = *std::min_element(failed.begin(), failed.end(), EarlierFailure);
+    std::vector<const PodView*> kept;
+    for (const PodView* pod : failed) {
+      const bool same_time = pod == earliest || (pod->first_exit_time.has_value() &&
+                                                 pod->first_exit_time == earliest->first_exit_time);
+      if (same_time && pod->trainers_exited) {
+        kept.push_back(pod);
+      }
+    }
+    std::sort(kept.begin(), kept.end(), [](const PodView* a, const PodView* b) { return a->rank < b->rank; });
+    return kept;
   }
   // The evidence Pods of the last kEvidenceAttempts attempts before the current one.
   void FindEvidence() {
     evidence_.clear();
     for (std::int64_t attempt = std::max<std::int64_t>(next_.restarts - kEvidenceAttempts, 0);
          attempt < next_.restarts; ++attempt) {
-      if (const PodView* pod = EvidencePod(attempt)) {
+      for (const PodView* pod : EvidencePods(attempt)) {
         evidence_.push_back(pod);
       }
     }
@@ -934,7 +948,7 @@ class Planner {
     next_.counted_restarts += counted ? 1 : 0;
     // The ended attempt's failed rank joins the kept Pods; the oldest beyond the bound goes.
     FindEvidence();
-    const PodView* kept = EvidencePod(next_.restarts - 1);
+    const std::vector<const PodView*> kept = EvidencePods(next_.restarts - 1);
     for (const PodView& pod : pods_) {
       if (!IsEvidence(pod)) {
         DeletePod(pod);
@@ -964,8 +978,12 @@ class Planner {
     } else {
       message += " (" + terms + ")";
     }
-    if (kept != nullptr) {
-      message += "; pod " + kept->name + " kept for kubectl logs";
+    if (!kept.empty()) {
+      std::string names;
+      for (const PodView* pod : kept) {
+        names += (names.empty() ? "" : ", ") + pod->name;
+      }
+      message += (kept.size() == 1 ? "; pod " : "; pods ") + names + " kept for kubectl logs";
     }
     // Every gang restart is announced, also one that follows another before the gang ran.
     SetCondition(next_, kRestarting, true, reason, message, now_, job_.metadata.generation);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -121,8 +123,8 @@ TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffA
   EXPECT_EQ(job["status"]["restarts"], 1);
   EXPECT_EQ(job["status"]["countedRestarts"], 1);
   EXPECT_FALSE(job["status"].contains("nextRestartTime")) << job.dump(2);
-  // The new attempt's Pods were created no earlier than the backoff allowed.
-  for (const char* name : {"flaky-0", "flaky-1"}) {
+  // The new attempt's Pods, named for it, were created no earlier than the backoff allowed.
+  for (const char* name : {"flaky-0-attempt-1", "flaky-1-attempt-1"}) {
     const json pod = bed_->Get("pod", name);
     ASSERT_TRUE(pod.is_object()) << name;
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
@@ -135,6 +137,79 @@ TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffA
   EXPECT_THAT(events[0], ::testing::StartsWith("PodFailed: "));
   EXPECT_THAT(events[0], HasSubstr("rank 1 (pod flaky-1) container trainer exited with code 3"));
   EXPECT_THAT(events[0], HasSubstr("in 4 s (restart 1 of 2, backoff 4 s)"));
+  // Rank 0 may have failed in the same second, for want of rank 1: then both are kept.
+  EXPECT_THAT(events[0], ::testing::AnyOf(::testing::EndsWith("; pod flaky-1 kept for kubectl logs"),
+                                          ::testing::EndsWith("; pods flaky-0, flaky-1 kept for kubectl logs")));
+
+  // The failed rank's Pod of attempt 0 stayed: kubectl logs shows its trainer's last lines.
+  const json kept = bed_->Get("pod", "flaky-1");
+  ASSERT_TRUE(kept.is_object()) << bed_->Diagnostics();
+  EXPECT_EQ(kept["metadata"]["labels"]["ringleader.dev/attempt"], "0");
+  EXPECT_EQ(kept["status"].value("phase", ""), "Failed");
+  const CommandOutput logs = bed_->Kubectl({"logs", "flaky-1", "-c", "trainer", "--tail", "2"});
+  ASSERT_EQ(logs.exit_code, 0) << logs.output;
+  EXPECT_THAT(logs.output, HasSubstr("exiting with code 3 at step 3 (--exit-code-at-step)"));
+}
+
+// Two ranks training for a while; the test evicts rank 1 through the Eviction API, as a node
+// drain or a preemption would.
+std::string LongJobYaml(const std::string& name) {
+  return "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
+         "\n  namespace: default\nspec:\n  replicas: 2\n"
+         "  communication:\n    backend: gloo\n"
+         "    preflight: {minBytes: 64Ki, maxBytes: 256Ki, stepFactor: 4, timeoutSeconds: 60}\n"
+         "    monitor: {intervalSeconds: 5, messageBytes: 64Ki}\n"
+         "  runPolicy:\n    backoffLimit: 0\n"
+         "    failurePolicy:\n      restartBackoff: {initialSeconds: 2, maxSeconds: 60}\n"
+         "  template:\n    spec:\n      containers:\n        - name: trainer\n"
+         "          image: ringleader/example-trainer:0.1.0\n"
+         "          args: [\"--steps\", \"1000\", \"--step-delay-ms\", \"20\"]\n";
+}
+
+TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) {
+  // backoffLimit 0: a counted restart would fail the job, so only an uncounted one lets it run on.
+  const CommandOutput applied = bed_->Apply("evicted", LongJobYaml("evicted"));
+  ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  const json running = bed_->WaitForJob(
+      "evicted", [](const json& job) { return job.value("status", json::object()).value("state", "") == "Running"; },
+      seconds(60));
+  ASSERT_TRUE(running.is_object()) << bed_->Diagnostics();
+
+  const std::filesystem::path body = bed_->dir() / "eviction.json";
+  std::ofstream(body) << R"({"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"evicted-1","namespace":"default"}})";
+  const CommandOutput evicted =
+      bed_->Kubectl({"create", "--raw", "/api/v1/namespaces/default/pods/evicted-1/eviction", "-f", body.string()});
+  ASSERT_EQ(evicted.exit_code, 0) << evicted.output;
+
+  const json restarted = bed_->WaitForJob(
+      "evicted", [](const json& job) { return job["status"].value("restarts", 0) >= 1 || Finished(job); },
+      seconds(60));
+  ASSERT_TRUE(restarted.is_object()) << bed_->Get("trainingjob", "evicted").dump(2) << bed_->Diagnostics();
+  EXPECT_EQ(restarted["status"]["restarts"], 1) << restarted.dump(2);
+  EXPECT_EQ(restarted["status"]["countedRestarts"], 0) << restarted.dump(2);
+  const json& disruption = restarted["status"]["disruption"];
+  EXPECT_EQ(disruption.value("pod", ""), "evicted-1") << restarted.dump(2);
+  EXPECT_EQ(disruption.value("reason", ""), "EvictionByEvictionAPI") << restarted.dump(2);
+  const json* restarting = Condition(restarted, "Restarting");
+  ASSERT_NE(restarting, nullptr) << restarted.dump(2);
+  EXPECT_EQ(restarting->value("reason", ""), "PodDisrupted");
+  EXPECT_THAT(restarting->value("message", ""), HasSubstr("not counted against backoffLimit"));
+  const std::vector<std::string> disrupted = EventMessages(*bed_, "evicted", "PodDisrupted");
+  ASSERT_FALSE(disrupted.empty()) << bed_->Diagnostics();
+  EXPECT_THAT(disrupted[0], HasSubstr("pod evicted-1 (rank 1) has DisruptionTarget=True (EvictionByEvictionAPI)"));
+
+  // The new attempt runs, with nothing counted against the limit of 0.
+  const json again = bed_->WaitForJob(
+      "evicted",
+      [](const json& job) {
+        return Finished(job) || (job.value("status", json::object()).value("state", "") == "Running" &&
+                                 job["status"].value("restarts", 0) == 1);
+      },
+      seconds(60));
+  ASSERT_TRUE(again.is_object()) << bed_->Diagnostics();
+  EXPECT_EQ(State(again), "Running") << again.dump(2) << bed_->Diagnostics();
+  EXPECT_EQ(again["status"]["countedRestarts"], 0);
+  EXPECT_TRUE(bed_->Get("pod", "evicted-1-attempt-1").is_object());
 }
 
 }  // namespace

@@ -298,10 +298,10 @@ TEST_F(PyTorchTest, APyTorchRankKilledMidTrainingRestartsTheGangWhichThenSucceed
   const json job = bed_->WaitForJob("killed", Finished, seconds(180));
   ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2) << bed_->Diagnostics();
-  // The new gang trained to the end and agrees.
-  const std::string rank0 = FinalChecksum(bed_->PodLog("killed-0", "trainer"), 60);
-  EXPECT_FALSE(rank0.empty()) << bed_->PodLog("killed-0", "trainer");
-  EXPECT_EQ(FinalChecksum(bed_->PodLog("killed-1", "trainer"), 60), rank0);
+  // The new gang (attempt 1, its Pods named for it) trained to the end and agrees.
+  const std::string rank0 = FinalChecksum(bed_->PodLog("killed-0-attempt-1", "trainer"), 60);
+  EXPECT_FALSE(rank0.empty()) << bed_->PodLog("killed-0-attempt-1", "trainer");
+  EXPECT_EQ(FinalChecksum(bed_->PodLog("killed-1-attempt-1", "trainer"), 60), rank0);
   // The surviving rank saw its peer go (Gloo raised) and exited non-zero on its own.
   EXPECT_THAT(bed_->AllPodLogs(), HasSubstr("train.py: rank 0 failed: RuntimeError")) << bed_->Diagnostics();
 }

@@ -160,6 +160,23 @@ TEST(EvidenceTest, TheEarliestFailureIsKeptAndNamedFirst) {
   EXPECT_THAT(message, HasSubstr("; pod demo-3 kept for kubectl logs"));
 }
 
+// Exit times have one-second resolution: of two failures in the same second, either may have
+// brought the other down, so both Pods stay.
+TEST(EvidenceTest, FailuresInTheSameSecondAreAllKept) {
+  FakeCluster cluster(Job(4));
+  StartRunning(cluster, At(0));
+  cluster.FailContainer("demo-0", 1, "Error");
+  SetFinishedAt(cluster, "demo-0", 5);  // lost its peer, in the same second
+  cluster.FailContainer("demo-2", 3, "Error");
+  SetFinishedAt(cluster, "demo-2", 5);  // the cause
+  const Plan restart = cluster.Reconcile(At(10));
+  EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-1", "demo-3"));
+  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("; pods demo-0, demo-2 kept for kubectl logs"));
+  cluster.ReconcileUntilStable(At(20));
+  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0", "demo-0-attempt-1", "demo-1-attempt-1", "demo-2",
+                                             "demo-2-attempt-1", "demo-3-attempt-1"));
+}
+
 // Its trainers still run: kept, it would hold its GPUs and ports through the next attempt.
 TEST(EvidenceTest, APodWhoseOnlyItsSidecarFailedIsDeleted) {
   FakeCluster cluster(Job(2));
