@@ -2,6 +2,9 @@
 #include "tests/devcluster/resource_handler.h"
 
 #include <charconv>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/machinery/patch.h"
@@ -75,12 +78,12 @@ nlohmann::json ParseJson(const std::string& body) {
   }
 }
 
-// The body of a POST or PUT: JSON, YAML for clients that send it, or protobuf (kubectl's create
-// commands send built-in kinds so; custom resources have no protobuf form).
-nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info) {
+// A JSON or YAML request body; nullopt for any other media type. `what` names the expected
+// object in the error for an empty body.
+std::optional<nlohmann::json> ParseTextBody(const Request& request, std::string_view what) {
   const std::string type = MediaType(request.content_type);
   if (request.body.empty()) {
-    throw BadRequest("the request body is empty; an object is required");
+    throw BadRequest("the request body is empty; " + std::string(what) + " is required");
   }
   if (type == "application/json" || type.empty()) {
     return ParseJson(request.body);
@@ -92,10 +95,19 @@ nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info)
       throw BadRequest(std::string("yaml: ") + e.what());
     }
   }
+  return std::nullopt;
+}
+
+// The body of a POST or PUT: JSON, YAML for clients that send it, or protobuf (kubectl's create
+// commands send built-in kinds so; custom resources have no protobuf form).
+nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info) {
+  if (std::optional<nlohmann::json> object = ParseTextBody(request, "an object")) {
+    return std::move(*object);
+  }
   if (info.is_custom) {
     throw UnsupportedMediaType({"application/json", "application/yaml"});
   }
-  if (type == kProtobufMediaType) {
+  if (MediaType(request.content_type) == kProtobufMediaType) {
     return DecodeProtobufObject(request.body, info.GroupVersion(), info.kind);
   }
   throw UnsupportedMediaType({"application/json", "application/yaml", std::string(kProtobufMediaType)});
@@ -103,19 +115,8 @@ nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info)
 
 // An Eviction body: JSON or YAML (devcluster decodes no protobuf Eviction).
 nlohmann::json ParseEvictionBody(const Request& request) {
-  const std::string type = MediaType(request.content_type);
-  if (request.body.empty()) {
-    throw BadRequest("the request body is empty; an Eviction is required");
-  }
-  if (type == "application/json" || type.empty()) {
-    return ParseJson(request.body);
-  }
-  if (type == "application/yaml") {
-    try {
-      return yaml::ParseYaml(request.body);
-    } catch (const std::exception& e) {
-      throw BadRequest(std::string("yaml: ") + e.what());
-    }
+  if (std::optional<nlohmann::json> eviction = ParseTextBody(request, "an Eviction")) {
+    return std::move(*eviction);
   }
   throw UnsupportedMediaType({"application/json", "application/yaml"});
 }
