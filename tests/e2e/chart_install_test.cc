@@ -16,6 +16,8 @@
 #include "tests/devcluster/kubelet/container_spec.h"
 #include "tests/devcluster/rbac.h"
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
+#include "tests/e2e/wait_until.h"
 #include "tests/support/test_environment.h"
 
 namespace ringleader::testing {
@@ -26,18 +28,10 @@ using std::chrono::seconds;
 
 constexpr char kNamespace[] = "ringleader-system";
 constexpr char kRelease[] = "rl";
+// How often the test polls for the Pods, the TTL deletion and the Events it waits on.
+constexpr std::chrono::milliseconds kPoll(250);
 
 void WriteFile(const std::filesystem::path& path, const std::string& text) { std::ofstream(path) << text; }
-
-// The TrainingJob's condition `type` is True.
-bool HasCondition(const json& job, const std::string& type) {
-  for (const json& condition : job.value("status", json::object()).value("conditions", json::array())) {
-    if (condition.value("type", "") == type && condition.value("status", "") == "True") {
-      return true;
-    }
-  }
-  return false;
-}
 
 // One request of the audit log, as RBAC sees it.
 struct Audited {
@@ -145,33 +139,6 @@ class ChartInstallTest : public ::testing::TestWithParam<RbacShape> {
     return out.output;
   }
 
-  // Polls until `done` holds, up to `timeout`.
-  bool WaitUntil(const std::function<bool()>& done, seconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) {
-        return true;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    return done();
-  }
-
-  // Whether an Event with `reason` was recorded for the TrainingJob `job`.
-  bool HasEvent(const std::string& job, const std::string& reason) {
-    const CommandOutput out = bed_->Kubectl({"get", "events", "-o", "json"});
-    const json events = json::parse(out.output, nullptr, false);
-    if (out.exit_code != 0 || !events.is_object()) {
-      return false;
-    }
-    for (const json& event : events.value("items", json::array())) {
-      if (event.value("reason", "") == reason && event["involvedObject"].value("name", "") == job) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   std::filesystem::path helm_;
   std::filesystem::path audit_dir_;
   std::unique_ptr<EndToEnd> bed_;
@@ -271,25 +238,24 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
     ASSERT_EQ(bed_->Apply(name, JobYaml(conflicted)).exit_code, 0);
   }
 
-  const auto running = [](const json& job) {
-    return job.value("status", json::object()).value("state", "") == "Running";
-  };
-  ASSERT_FALSE(bed_->WaitForJob(suspended.name, running, seconds(120)).is_null());
+  ASSERT_FALSE(bed_->WaitForJob(suspended.name, JobRunning, seconds(120)).is_null());
   // The chart's job default reached the operator: the running job's Pods follow it.
   const json pod = bed_->Get("pod", suspended.name + "-0");
   ASSERT_TRUE(pod.is_object());
   EXPECT_EQ(pod["spec"].value("hostNetwork", false), GetParam().host_network);
   MustKubectl(
       {"patch", "trainingjob", suspended.name, "--type", "merge", "-p", R"({"spec":{"runPolicy":{"suspend":true}}})"});
-  EXPECT_FALSE(bed_->WaitForJob(
-                       suspended.name, [](const json& job) { return HasCondition(job, "Suspended"); }, seconds(60))
-                   .is_null());
-  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("pod", suspended.name + "-0").is_null(); }, seconds(60)))
+  EXPECT_FALSE(
+      bed_->WaitForJob(
+              suspended.name, [](const json& job) { return JobConditionIs(job, "Suspended", "True"); }, seconds(60))
+          .is_null());
+  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("pod", suspended.name + "-0").is_null(); }, seconds(60), kPoll))
       << "the suspended job's Pods were not deleted";
-  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("trainingjob", ttl.name).is_null(); }, seconds(120)))
+  EXPECT_TRUE(WaitUntil([&] { return bed_->Get("trainingjob", ttl.name).is_null(); }, seconds(120), kPoll))
       << "the finished job was not deleted after its TTL";
   for (const char* name : {"chart-secret", "chart-service", "chart-pod"}) {
-    EXPECT_TRUE(WaitUntil([&] { return HasEvent(name, "NameConflict"); }, seconds(60)))
+    EXPECT_TRUE(
+        WaitUntil([&] { return !JobEventMessages(*bed_, name, "NameConflict").empty(); }, seconds(60), kPoll))
         << name << " recorded no NameConflict Event";
   }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 
 namespace ringleader::testing {
 namespace {
@@ -21,24 +22,10 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const json* Condition(const json& job, const std::string& type) {
-  if (!job.is_object() || !job.contains("status") || !job["status"].contains("conditions")) {
-    return nullptr;
-  }
-  for (const json& condition : job["status"]["conditions"]) {
-    if (condition.value("type", "") == type) {
-      return &condition;
-    }
-  }
-  return nullptr;
-}
-
 std::string CreatedReason(const json& job) {
-  const json* created = Condition(job, "Created");
+  const json* created = FindJobCondition(job, "Created");
   return created != nullptr ? created->value("reason", "") : "";
 }
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
 
 // Pod creates in namespace default that reached devcluster so far, whoever sent them.
 int PodCreates(const std::filesystem::path& audit_log) {
@@ -52,23 +39,6 @@ int PodCreates(const std::filesystem::path& audit_log) {
     }
   }
   return count;
-}
-
-// Warning Events about the job with this reason.
-std::vector<json> Events(EndToEnd& bed, const std::string& job, const std::string& reason) {
-  std::vector<json> found;
-  const CommandOutput out = bed.Kubectl({"get", "events", "-o", "json"});
-  const json list = json::parse(out.output, nullptr, false);
-  if (!list.is_object()) {
-    return found;
-  }
-  for (const json& event : list.value("items", json::array())) {
-    if (event.value("reason", "") == reason &&
-        event.value("involvedObject", json::object()).value("name", "") == job) {
-      found.push_back(event);
-    }
-  }
-  return found;
 }
 
 class CreateRefusalsTest : public ::testing::Test {
@@ -110,13 +80,13 @@ TEST_F(CreateRefusalsTest, AQuotaRefusalShowsTheQuotasMessageWithoutATightLoopAn
   const json refused =
       bed.WaitForJob("capped", [](const json& job) { return CreatedReason(job) == "CreateRefused"; }, seconds(60));
   ASSERT_EQ(CreatedReason(refused), "CreateRefused") << refused.dump(2) << bed.Diagnostics();
-  const json& created = *Condition(refused, "Created");
+  const json& created = *FindJobCondition(refused, "Created");
   EXPECT_EQ(created["status"], "False");
   // kube-apiserver's own words for its quota admission, carried unedited.
   EXPECT_THAT(created["message"].get<std::string>(),
               ::testing::HasSubstr("pods \"capped-2\" is forbidden: exceeded quota: pods-2, requested: pods=1, "
                                    "used: pods=2, limited: pods=2"));
-  EXPECT_EQ(State(refused), "Pending");
+  EXPECT_EQ(JobState(refused), "Pending");
 
   // The observation window: Pod status changes keep enqueueing the job, yet the operator's
   // creates follow the backoff (5 s, 10 s, 20 s ...): a handful in 20 s, not a tight loop.
@@ -125,13 +95,14 @@ TEST_F(CreateRefusalsTest, AQuotaRefusalShowsTheQuotasMessageWithoutATightLoopAn
   const int tries = PodCreates(audit_log()) - before;
   EXPECT_GE(tries, 1);
   EXPECT_LE(tries, 4) << "Pod creates in 20 s";
-  EXPECT_EQ(Events(bed, "capped", "CreateRefused").size(), 1u) << "one Event per refusal, not per try";
+  EXPECT_EQ(JobEventMessages(bed, "capped", "CreateRefused").size(), 1u) << "one Event per refusal, not per try";
 
   ASSERT_EQ(bed.Kubectl({"delete", "resourcequota", "pods-2"}).exit_code, 0);
-  const json done = bed.WaitForJob("capped", [](const json& job) { return State(job) == "Succeeded"; }, seconds(120));
-  ASSERT_EQ(State(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
+  const json done =
+      bed.WaitForJob("capped", [](const json& job) { return JobState(job) == "Succeeded"; }, seconds(120));
+  ASSERT_EQ(JobState(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
   EXPECT_EQ(CreatedReason(done), "PodsCreated");
-  EXPECT_EQ((*Condition(done, "Created"))["status"], "True");
+  EXPECT_EQ((*FindJobCondition(done, "Created"))["status"], "True");
 }
 
 TEST_F(CreateRefusalsTest, APodNameTakenByAnotherPodIsANameConflictWithBackoff) {
@@ -149,7 +120,7 @@ TEST_F(CreateRefusalsTest, APodNameTakenByAnotherPodIsANameConflictWithBackoff) 
   const json conflict =
       bed.WaitForJob("taken", [](const json& job) { return CreatedReason(job) == "NameConflict"; }, seconds(60));
   ASSERT_EQ(CreatedReason(conflict), "NameConflict") << conflict.dump(2) << bed.Diagnostics();
-  EXPECT_THAT((*Condition(conflict, "Created"))["message"].get<std::string>(),
+  EXPECT_THAT((*FindJobCondition(conflict, "Created"))["message"].get<std::string>(),
               ::testing::HasSubstr("Pod taken-1 already exists and is not owned by this TrainingJob"));
 
   const int before = PodCreates(audit_log());
@@ -157,11 +128,12 @@ TEST_F(CreateRefusalsTest, APodNameTakenByAnotherPodIsANameConflictWithBackoff) 
   const int tries = PodCreates(audit_log()) - before;
   EXPECT_GE(tries, 1);
   EXPECT_LE(tries, 4) << "Pod creates in 15 s";
-  EXPECT_EQ(Events(bed, "taken", "NameConflict").size(), 1u);
+  EXPECT_EQ(JobEventMessages(bed, "taken", "NameConflict").size(), 1u);
 
   ASSERT_EQ(bed.Kubectl({"delete", "pod", "taken-1", "--wait=true"}).exit_code, 0);
-  const json done = bed.WaitForJob("taken", [](const json& job) { return State(job) == "Succeeded"; }, seconds(120));
-  ASSERT_EQ(State(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
+  const json done =
+      bed.WaitForJob("taken", [](const json& job) { return JobState(job) == "Succeeded"; }, seconds(120));
+  ASSERT_EQ(JobState(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
   EXPECT_EQ(CreatedReason(done), "PodsCreated");
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 #include "tests/support/prometheus_server.h"
 
 namespace ringleader::testing {
@@ -71,9 +72,7 @@ TEST(DashboardTest, EveryPanelsQueryReturnsDataFromAnEndToEndRun) {
   // Scraped from their first moment, so the rendezvous is counted too.
   ASSERT_TRUE(bed.WritePodMonitorTargets(targets, "graphed", 4, seconds(60))) << bed.Diagnostics();
 
-  ASSERT_EQ(bed.WaitForJob("graphed", [](const json& job) {
-    return job.value("status", json::object()).value("state", "") == "Running";
-  }, seconds(120)).is_object(), true) << bed.Diagnostics();
+  ASSERT_EQ(bed.WaitForJob("graphed", JobRunning, seconds(120)).is_object(), true) << bed.Diagnostics();
 
   // Every query, again and again until each has returned data once (the edge and rate panels
   // need a monitor round and two scrapes), for at most 40 s.

@@ -12,16 +12,13 @@
 #include <string>
 
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 
 namespace ringleader::testing {
 namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
 
 // The device IDs after "devices: " in a log (comma-separated), or empty when none is printed.
 std::set<std::string> DevicesIn(const std::string& log) {
@@ -61,8 +58,8 @@ TEST(DevicesTest, EachPodsPreflightTestsExactlyTheGpusItsTrainerGetsOnAShared4Gp
   const CommandOutput applied =
       bed.Apply("gpus", JobYaml({.name = "gpus", .replicas = 2, .steps = 10, .gpus_per_replica = 2}));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed.WaitForJob("gpus", Finished, seconds(180));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed.Diagnostics();
+  const json job = bed.WaitForJob("gpus", JobFinished, seconds(180));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed.Diagnostics();
 
   std::set<std::string> all;
   for (int rank = 0; rank < 2; ++rank) {

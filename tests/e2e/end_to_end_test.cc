@@ -3,6 +3,8 @@
 // as it should.
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
+#include "tests/e2e/wait_until.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -16,7 +18,6 @@
 #include <map>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "tests/devcluster/kubelet/pod_network.h"
 #include "tests/support/prometheus_server.h"
@@ -28,20 +29,10 @@ using nlohmann::json;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
-
-bool Running(const json& job) { return State(job) == "Running"; }
-
 // The message of the job's condition `type`, "" when it is not True.
 std::string ConditionMessage(const json& job, const std::string& type) {
-  for (const json& condition : job.value("status", json::object()).value("conditions", json::array())) {
-    if (condition.value("type", "") == type && condition.value("status", "") == "True") {
-      return condition.value("message", "");
-    }
-  }
-  return "";
+  const json* condition = FindJobCondition(job, type);
+  return condition != nullptr && condition->value("status", "") == "True" ? condition->value("message", "") : "";
 }
 
 // Every process of the job: its sidecars carry RINGLEADER_JOB_NAME, its trainers MASTER_ADDR.
@@ -74,8 +65,8 @@ class EndToEndTest : public BedTest {};
 TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks) {
   const CommandOutput applied = bed_->Kubectl({"apply", "-f", "examples/trainingjob.yaml"});
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed_->WaitForJob("demo", Finished, seconds(180));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("demo", JobFinished, seconds(180));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
 
   // Data-parallel training: every rank ends with the same weights.
   const std::regex final_line("final steps 20 checksum ([^ ]+) weights");
@@ -110,8 +101,8 @@ TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains
         bed_->Apply("watched", JobYaml({.name = "watched", .replicas = 4, .steps = 100, .step_delay_ms = 100}));
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
-  const json running = bed_->WaitForJob("watched", Running, seconds(120));
-  ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
+  const json running = bed_->WaitForJob("watched", JobRunning, seconds(120));
+  ASSERT_EQ(JobState(running), "Running") << running.dump(2) << bed_->Diagnostics();
   ASSERT_TRUE(bed_->WritePodMonitorTargets(targets, "watched", 4, seconds(30))) << bed_->Diagnostics();
 
   const json series = prometheus.WaitForSeries(
@@ -123,8 +114,8 @@ TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains
   }
   EXPECT_EQ(pods.size(), 4u) << series.dump(2) << prometheus.Log();
 
-  const json job = bed_->WaitForJob("watched", Finished, seconds(120));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("watched", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   std::set<std::string> checksums;
   for (int rank = 0; rank < 4; ++rank) {
     std::smatch match;
@@ -141,17 +132,17 @@ TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
         bed_->Apply("long", JobYaml({.name = "long", .replicas = 2, .steps = 600, .step_delay_ms = 100}));
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
-  const json running = bed_->WaitForJob("long", Running, seconds(120));
-  ASSERT_EQ(State(running), "Running") << running.dump(2) << bed_->Diagnostics();
+  const json running = bed_->WaitForJob("long", JobRunning, seconds(120));
+  ASSERT_EQ(JobState(running), "Running") << running.dump(2) << bed_->Diagnostics();
   const int master_port = running["status"]["ports"]["master"];
   const std::set<int> processes = JobProcesses("long");
   ASSERT_EQ(processes.size(), 4u) << "two sidecars and two trainers:\n" << CommandLines(processes) << bed_->Diagnostics();
 
   const auto deleted_at = std::chrono::steady_clock::now();
   ASSERT_EQ(bed_->Kubectl({"delete", "trainingjob", "long"}).exit_code, 0);
-  while (!JobProcesses("long").empty() && std::chrono::steady_clock::now() - deleted_at < seconds(20)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  // Up to 20 s from the delete, as before kubectl answered.
+  WaitUntil([] { return JobProcesses("long").empty(); }, seconds(20) - (std::chrono::steady_clock::now() - deleted_at),
+            std::chrono::milliseconds(100));
   EXPECT_TRUE(JobProcesses("long").empty()) << bed_->Diagnostics();
   EXPECT_LT(std::chrono::steady_clock::now() - deleted_at, seconds(10));
 
@@ -172,13 +163,13 @@ TEST_F(EndToEndTest, AKilledPodRestartsTheGangWhichThenSucceeds) {
         bed_->Apply("crash", JobYaml({.name = "crash", .replicas = 3, .steps = 60, .step_delay_ms = 100}));
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
-  ASSERT_EQ(State(bed_->WaitForJob("crash", Running, seconds(120))), "Running") << bed_->Diagnostics();
+  ASSERT_EQ(JobState(bed_->WaitForJob("crash", JobRunning, seconds(120))), "Running") << bed_->Diagnostics();
   const std::vector<int> trainer = ProcessesWithEnv({"RANK=2", "MASTER_ADDR=crash-0.crash.default.svc.cluster.local"});
   ASSERT_EQ(trainer.size(), 1u);
   ASSERT_EQ(::kill(trainer[0], SIGKILL), 0);
 
-  const json job = bed_->WaitForJob("crash", Finished, seconds(180));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("crash", JobFinished, seconds(180));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2) << bed_->Diagnostics();
 }
 
@@ -203,8 +194,8 @@ TEST(EndToEndFaultTest, ARankThatCannotReachRankZeroFailsThePreflightNamingIt) {
   const CommandOutput applied =
       bed.Apply("cut", JobYaml({.name = "cut", .replicas = 4, .preflight_timeout_seconds = 10, .backoff_limit = 0}));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed.WaitForJob("cut", Finished, seconds(120));
-  ASSERT_EQ(State(job), "Failed") << job.dump(2) << bed.Diagnostics();
+  const json job = bed.WaitForJob("cut", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(job), "Failed") << job.dump(2) << bed.Diagnostics();
   // Whichever rank reports first: the others say rank 3 never joined, rank 3 that it cannot connect.
   EXPECT_THAT(ConditionMessage(job, "Failed"), ::testing::AnyOf(HasSubstr("rank 3 of 4 did not join"),
                                                                 HasSubstr("rank 3 (pod cut-3)")))
@@ -225,8 +216,8 @@ TEST_F(EndToEndTest, SixHostNetworkJobsPackOntoTwoNodesWithoutAPortCollision) {
   std::string first_completion = "9999";
   for (int i = 0; i < kJobs; ++i) {
     const std::string name = "pack" + std::to_string(i);
-    const json job = bed_->WaitForJob(name, Finished, seconds(240));
-    ASSERT_EQ(State(job), "Succeeded") << name << ": " << job.dump(2) << bed_->Diagnostics();
+    const json job = bed_->WaitForJob(name, JobFinished, seconds(240));
+    ASSERT_EQ(JobState(job), "Succeeded") << name << ": " << job.dump(2) << bed_->Diagnostics();
     for (const char* role : {"master", "rendezvous", "metrics", "spare"}) {
       const int port = job["status"]["ports"][role];
       const auto [it, fresh] = ports.emplace(port, name + " " + role);

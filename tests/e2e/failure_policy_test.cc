@@ -13,6 +13,7 @@
 #include "operator/api/trainingjob.h"
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 
 namespace ringleader::testing {
 namespace {
@@ -20,20 +21,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
-
-const json* Condition(const json& job, const std::string& type) {
-  const json& conditions = job["status"]["conditions"];
-  for (const json& condition : conditions) {
-    if (condition.value("type", "") == type) {
-      return &condition;
-    }
-  }
-  return nullptr;
-}
 
 // Two ranks of the example trainer; rank 1 exits with `code` at step 3 (in attempt 0 only when
 // `first_attempt_only`: the trainer reads its attempt from the Pod's label). One FailJob rule
@@ -60,31 +47,15 @@ std::string FailingJobYaml(const std::string& name, int code, bool first_attempt
          "          args: [" + args + "]\n";
 }
 
-// The messages of the job's Events with this reason.
-std::vector<std::string> EventMessages(EndToEnd& bed, const std::string& job, const std::string& reason) {
-  std::vector<std::string> out;
-  const CommandOutput got = bed.Kubectl({"get", "events", "-o", "json"});
-  const json events = json::parse(got.output, nullptr, false);
-  if (!events.is_object()) {
-    return out;
-  }
-  for (const json& event : events.value("items", json::array())) {
-    if (event["involvedObject"].value("name", "") == job && event.value("reason", "") == reason) {
-      out.push_back(event.value("message", ""));
-    }
-  }
-  return out;
-}
-
 class FailurePolicyEndToEndTest : public BedTest {};
 
 TEST_F(FailurePolicyEndToEndTest, AnExitCodeAFailJobRuleNamesFailsTheJobAtOnce) {
   const CommandOutput applied = bed_->Apply("fatal", FailingJobYaml("fatal", 42, false));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed_->WaitForJob("fatal", Finished, seconds(40));
-  ASSERT_EQ(State(job), "Failed") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("fatal", JobFinished, seconds(40));
+  ASSERT_EQ(JobState(job), "Failed") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 0) << job.dump(2);
-  const json* failed = Condition(job, "Failed");
+  const json* failed = FindJobCondition(job, "Failed");
   ASSERT_NE(failed, nullptr);
   EXPECT_EQ(failed->value("reason", ""), "FailJobRule");
   const std::string message = failed->value("message", "");
@@ -97,29 +68,29 @@ TEST_F(FailurePolicyEndToEndTest, AnExitCodeAFailJobRuleNamesFailsTheJobAtOnce) 
   const json pod = bed_->Get("pod", "fatal-1");
   ASSERT_TRUE(pod.is_object()) << bed_->Diagnostics();
   EXPECT_EQ(pod["status"].value("phase", ""), "Failed");
-  EXPECT_TRUE(EventMessages(*bed_, "fatal", "Restarting").empty());
+  EXPECT_TRUE(JobEventMessages(*bed_, "fatal", "Restarting").empty());
 }
 
 TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffAndTheJobSucceeds) {
   const CommandOutput applied = bed_->Apply("flaky", FailingJobYaml("flaky", 3, true));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
   const json waiting = bed_->WaitForJob(
-      "flaky", [](const json& job) { return job["status"].contains("nextRestartTime") || Finished(job); },
+      "flaky", [](const json& job) { return job["status"].contains("nextRestartTime") || JobFinished(job); },
       seconds(40));
   ASSERT_TRUE(waiting.is_object() && waiting["status"].contains("nextRestartTime"))
       << waiting.dump(2) << bed_->Diagnostics();
-  EXPECT_EQ(State(waiting), "Restarting");
+  EXPECT_EQ(JobState(waiting), "Restarting");
   EXPECT_EQ(waiting["status"]["restarts"], 1);
   EXPECT_EQ(waiting["status"]["countedRestarts"], 1);
-  const json* restarting = Condition(waiting, "Restarting");
+  const json* restarting = FindJobCondition(waiting, "Restarting");
   ASSERT_NE(restarting, nullptr);
   EXPECT_THAT(restarting->value("message", ""), HasSubstr("rank 1 (pod flaky-1) container trainer exited with code 3"));
   EXPECT_THAT(restarting->value("message", ""), HasSubstr("restarting all 2 pods in 4 s (restart 1 of 2, backoff 4 s)"));
   const std::optional<api::Time> next_restart = api::ParseTime(waiting["status"]["nextRestartTime"].get<std::string>());
   ASSERT_TRUE(next_restart.has_value());
 
-  const json job = bed_->WaitForJob("flaky", Finished, seconds(40));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("flaky", JobFinished, seconds(40));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 1);
   EXPECT_EQ(job["status"]["countedRestarts"], 1);
   EXPECT_FALSE(job["status"].contains("nextRestartTime")) << job.dump(2);
@@ -132,7 +103,7 @@ TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffA
     ASSERT_TRUE(created.has_value()) << pod.dump(2);
     EXPECT_GE(*created, *next_restart) << name;
   }
-  const std::vector<std::string> events = EventMessages(*bed_, "flaky", "Restarting");
+  const std::vector<std::string> events = JobEventMessages(*bed_, "flaky", "Restarting");
   ASSERT_EQ(events.size(), 1u) << bed_->Diagnostics();
   EXPECT_THAT(events[0], ::testing::StartsWith("PodFailed: "));
   EXPECT_THAT(events[0], HasSubstr("rank 1 (pod flaky-1) container trainer exited with code 3"));
@@ -170,9 +141,7 @@ TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) 
   // backoffLimit 0: a counted restart would fail the job, so only an uncounted one lets it run on.
   const CommandOutput applied = bed_->Apply("evicted", LongJobYaml("evicted"));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json running = bed_->WaitForJob(
-      "evicted", [](const json& job) { return job.value("status", json::object()).value("state", "") == "Running"; },
-      seconds(60));
+  const json running = bed_->WaitForJob("evicted", JobRunning, seconds(60));
   ASSERT_TRUE(running.is_object()) << bed_->Diagnostics();
 
   const std::filesystem::path body = bed_->dir() / "eviction.json";
@@ -182,7 +151,7 @@ TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) 
   ASSERT_EQ(evicted.exit_code, 0) << evicted.output;
 
   const json restarted = bed_->WaitForJob(
-      "evicted", [](const json& job) { return job["status"].value("restarts", 0) >= 1 || Finished(job); },
+      "evicted", [](const json& job) { return job["status"].value("restarts", 0) >= 1 || JobFinished(job); },
       seconds(60));
   ASSERT_TRUE(restarted.is_object()) << bed_->Get("trainingjob", "evicted").dump(2) << bed_->Diagnostics();
   EXPECT_EQ(restarted["status"]["restarts"], 1) << restarted.dump(2);
@@ -190,24 +159,21 @@ TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) 
   const json& disruption = restarted["status"]["disruption"];
   EXPECT_EQ(disruption.value("pod", ""), "evicted-1") << restarted.dump(2);
   EXPECT_EQ(disruption.value("reason", ""), "EvictionByEvictionAPI") << restarted.dump(2);
-  const json* restarting = Condition(restarted, "Restarting");
+  const json* restarting = FindJobCondition(restarted, "Restarting");
   ASSERT_NE(restarting, nullptr) << restarted.dump(2);
   EXPECT_EQ(restarting->value("reason", ""), "PodDisrupted");
   EXPECT_THAT(restarting->value("message", ""), HasSubstr("not counted against backoffLimit"));
-  const std::vector<std::string> disrupted = EventMessages(*bed_, "evicted", "PodDisrupted");
+  const std::vector<std::string> disrupted = JobEventMessages(*bed_, "evicted", "PodDisrupted");
   ASSERT_FALSE(disrupted.empty()) << bed_->Diagnostics();
   EXPECT_THAT(disrupted[0], HasSubstr("pod evicted-1 (rank 1) has DisruptionTarget=True (EvictionByEvictionAPI)"));
 
   // The new attempt runs, with nothing counted against the limit of 0.
   const json again = bed_->WaitForJob(
       "evicted",
-      [](const json& job) {
-        return Finished(job) || (job.value("status", json::object()).value("state", "") == "Running" &&
-                                 job["status"].value("restarts", 0) == 1);
-      },
+      [](const json& job) { return JobFinished(job) || (JobRunning(job) && job["status"].value("restarts", 0) == 1); },
       seconds(60));
   ASSERT_TRUE(again.is_object()) << bed_->Diagnostics();
-  EXPECT_EQ(State(again), "Running") << again.dump(2) << bed_->Diagnostics();
+  EXPECT_EQ(JobState(again), "Running") << again.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(again["status"]["countedRestarts"], 0);
   EXPECT_TRUE(bed_->Get("pod", "evicted-1-attempt-1").is_object());
 }

@@ -15,6 +15,7 @@
 
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 #include "tests/support/child_process.h"
 
 namespace ringleader::testing {
@@ -27,28 +28,6 @@ using ::testing::HasSubstr;
 constexpr int kReplicas = 4;
 constexpr int kLingerSeconds = 6;
 constexpr const char* kPodGroupCrd = "tests/devcluster/testdata/coscheduling-podgroup-crd.yaml";
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
-
-const json* FindCondition(const json& job, const std::string& type) {
-  const auto status = job.find("status");
-  if (status == job.end() || !status->contains("conditions")) {
-    return nullptr;
-  }
-  for (const json& condition : (*status)["conditions"]) {
-    if (condition.value("type", "") == type) {
-      return &condition;
-    }
-  }
-  return nullptr;
-}
-
-bool ConditionIs(const json& job, const std::string& type, const std::string& status) {
-  const json* condition = FindCondition(job, type);
-  return condition != nullptr && condition->value("status", "") == status;
-}
 
 // A job of 4 ranks with 1 GPU each; every rank but 0 lingers `linger_seconds` after training.
 std::string GangJobYaml(const std::string& name, bool gang, int linger_seconds) {
@@ -171,29 +150,29 @@ class GangSchedulingTest : public BedTest {
 
     const CommandOutput first = bed_->Apply("first", GangJobYaml("first", gang, kLingerSeconds));
     EXPECT_EQ(first.exit_code, 0) << first.output;
-    const json running = bed_->WaitForJob("first", [](const json& job) { return ConditionIs(job, "Running", "True"); },
-                                          seconds(120));
+    const json running = bed_->WaitForJob(
+        "first", [](const json& job) { return JobConditionIs(job, "Running", "True"); }, seconds(120));
     EXPECT_TRUE(running.is_object()) << bed_->Diagnostics();
     const CommandOutput second = bed_->Apply("second", GangJobYaml("second", gang, 0));
     EXPECT_EQ(second.exit_code, 0) << second.output;
 
     // The second job waits with Scheduled=False while the first runs.
     const json waiting = bed_->WaitForJob(
-        "second", [](const json& job) { return ConditionIs(job, "Scheduled", "False"); }, seconds(60));
+        "second", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(60));
     EXPECT_TRUE(waiting.is_object()) << bed_->Get("trainingjob", "second").dump(2) << bed_->Diagnostics();
     if (waiting.is_object()) {
-      const json* scheduled = FindCondition(waiting, "Scheduled");
+      const json* scheduled = FindJobCondition(waiting, "Scheduled");
       EXPECT_EQ(scheduled->value("reason", ""), "Unschedulable") << waiting.dump(2);
       EXPECT_THAT(scheduled->value("message", ""), HasSubstr("second-")) << waiting.dump(2);
     }
     scheduled_false_seen_ = waiting.is_object();
 
-    const json first_done = bed_->WaitForJob("first", Finished, seconds(180));
-    EXPECT_EQ(State(first_done), "Succeeded") << first_done.dump(2) << bed_->Diagnostics();
-    const json second_done = bed_->WaitForJob("second", Finished, seconds(180));
-    EXPECT_EQ(State(second_done), "Succeeded") << second_done.dump(2) << bed_->Diagnostics();
+    const json first_done = bed_->WaitForJob("first", JobFinished, seconds(180));
+    EXPECT_EQ(JobState(first_done), "Succeeded") << first_done.dump(2) << bed_->Diagnostics();
+    const json second_done = bed_->WaitForJob("second", JobFinished, seconds(180));
+    EXPECT_EQ(JobState(second_done), "Succeeded") << second_done.dump(2) << bed_->Diagnostics();
     if (second_done.is_object()) {
-      EXPECT_TRUE(ConditionIs(second_done, "Scheduled", "True")) << second_done.dump(2);
+      EXPECT_TRUE(JobConditionIs(second_done, "Scheduled", "True")) << second_done.dump(2);
       EXPECT_EQ(second_done["status"].value("restarts", -1), 0) << second_done.dump(2);
     }
     watcher.Signal(SIGTERM);

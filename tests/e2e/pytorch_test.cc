@@ -11,10 +11,11 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
+#include "tests/e2e/wait_until.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
 
@@ -101,12 +102,6 @@ std::string PyTorchJobYaml(const PyTorchJob& job) {
   return yaml;
 }
 
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
-
-bool Running(const json& job) { return State(job) == "Running"; }
-
 std::string MasterAddr(const std::string& job) { return job + "-0." + job + ".default.svc.cluster.local"; }
 
 // The checksum of train.py's last line ("final steps N checksum C weights ..."), "" if absent.
@@ -162,8 +157,8 @@ class PyTorchTest : public ::testing::Test {
 TEST_F(PyTorchTest, TheExampleJobTrainsWithDdpAndEveryRankEndsWithTheSameWeights) {
   const CommandOutput applied = bed_->Kubectl({"apply", "-f", "examples/pytorch/trainingjob.yaml"});
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed_->WaitForJob("pytorch-demo", Finished, seconds(120));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("pytorch-demo", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
 
   // torch joined through ringleader's MASTER_ADDR and the job's own MASTER_PORT.
   const int master_port = job["status"]["ports"]["master"];
@@ -201,8 +196,8 @@ TEST_F(PyTorchTest, HostNetworkJobsEachOnItsOwnMasterPortTrainTogetherWithoutACo
   };
   std::vector<Rank0> rank0s;
   for (const PyTorchJob& spec : jobs) {
-    const json job = bed_->WaitForJob(spec.name, Finished, seconds(180));
-    ASSERT_EQ(State(job), "Succeeded") << spec.name << ": " << job.dump(2) << bed_->Diagnostics();
+    const json job = bed_->WaitForJob(spec.name, JobFinished, seconds(180));
+    ASSERT_EQ(JobState(job), "Succeeded") << spec.name << ": " << job.dump(2) << bed_->Diagnostics();
     const int master_port = job["status"]["ports"]["master"];
     EXPECT_TRUE(master_ports.insert(master_port).second) << spec.name << " shares MASTER_PORT " << master_port;
     std::set<std::string> checksums;
@@ -261,9 +256,9 @@ TEST_F(PyTorchTest, HostNetworkJobsGivenOneFixedPortCollideWithAddressAlreadyInU
   int collided = 0;
   std::vector<std::string> outcomes;
   for (const PyTorchJob& spec : jobs) {
-    const json job = bed_->WaitForJob(spec.name, Finished, seconds(180));
-    ASSERT_TRUE(Finished(job)) << spec.name << bed_->Diagnostics();
-    outcomes.push_back(spec.name + " " + State(job));
+    const json job = bed_->WaitForJob(spec.name, JobFinished, seconds(180));
+    ASSERT_TRUE(JobFinished(job)) << spec.name << bed_->Diagnostics();
+    outcomes.push_back(spec.name + " " + JobState(job));
   }
   // Logs of every attempt: a job that lost the port was failed and its Pods deleted.
   const std::string logs = bed_->AllPodLogs();
@@ -284,19 +279,17 @@ TEST_F(PyTorchTest, HostNetworkJobsGivenOneFixedPortCollideWithAddressAlreadyInU
 
 TEST_F(PyTorchTest, APyTorchRankKilledMidTrainingRestartsTheGangWhichThenSucceeds) {
   ApplyAll({{.name = "killed", .steps = 60, .step_delay_ms = 50}});
-  ASSERT_EQ(State(bed_->WaitForJob("killed", Running, seconds(120))), "Running") << bed_->Diagnostics();
+  ASSERT_EQ(JobState(bed_->WaitForJob("killed", JobRunning, seconds(120))), "Running") << bed_->Diagnostics();
   // Mid-training: rank 0 has finished a few DDP steps.
-  const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-  while (LossAt(bed_->PodLog("killed-0", "trainer"), 5) < 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  WaitUntil([&] { return LossAt(bed_->PodLog("killed-0", "trainer"), 5) >= 0; }, seconds(60),
+            std::chrono::milliseconds(100));
   ASSERT_GE(LossAt(bed_->PodLog("killed-0", "trainer"), 5), 0) << bed_->Diagnostics();
   const std::vector<int> rank1 = ProcessesWithEnv({"RANK=1", "MASTER_ADDR=" + MasterAddr("killed")});
   ASSERT_EQ(rank1.size(), 1u) << bed_->Diagnostics();
   ASSERT_EQ(::kill(rank1[0], SIGKILL), 0);
 
-  const json job = bed_->WaitForJob("killed", Finished, seconds(180));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json job = bed_->WaitForJob("killed", JobFinished, seconds(180));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2) << bed_->Diagnostics();
   // The new gang (attempt 1, its Pods named for it) trained to the end and agrees.
   const std::string rank0 = FinalChecksum(bed_->PodLog("killed-0-attempt-1", "trainer"), 60);

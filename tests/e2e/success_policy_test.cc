@@ -5,14 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
+#include "tests/e2e/wait_until.h"
 
 namespace ringleader::testing {
 namespace {
@@ -20,23 +20,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
-
-bool Finished(const json& job) { return State(job) == "Succeeded" || State(job) == "Failed"; }
-
-const json* Condition(const json& job, const std::string& type) {
-  const auto status = job.find("status");
-  if (status == job.end() || !status->contains("conditions")) {
-    return nullptr;
-  }
-  for (const json& condition : (*status)["conditions"]) {
-    if (condition.value("type", "") == type) {
-      return &condition;
-    }
-  }
-  return nullptr;
-}
 
 // Three ranks of the example trainer; every rank but 0 waits `linger_seconds` after its last step.
 std::string RankZeroJobYaml(const std::string& name, int linger_seconds) {
@@ -52,41 +35,15 @@ std::string RankZeroJobYaml(const std::string& name, int linger_seconds) {
          "\"--linger-after-training-seconds\", \"" + std::to_string(linger_seconds) + "\"]\n";
 }
 
-std::vector<std::string> EventMessages(EndToEnd& bed, const std::string& job, const std::string& reason) {
-  std::vector<std::string> out;
-  const json events = json::parse(bed.Kubectl({"get", "events", "-o", "json"}).output, nullptr, false);
-  if (!events.is_object()) {
-    return out;
-  }
-  for (const json& event : events.value("items", json::array())) {
-    if (event["involvedObject"].value("name", "") == job && event.value("reason", "") == reason) {
-      out.push_back(event.value("message", ""));
-    }
-  }
-  return out;
-}
-
-// Polls `done` until it holds or `timeout` passes; whether it held.
-bool WaitUntil(const std::function<bool()>& done, seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  return done();
-}
-
 class SuccessPolicyEndToEndTest : public BedTest {};
 
 TEST_F(SuccessPolicyEndToEndTest, RankZeroSucceedingEndsTheJobAndStopsTheLingeringRanks) {
   // The other ranks would linger far past every wait below: only the operator can end them.
   const CommandOutput applied = bed_->Apply("leader", RankZeroJobYaml("leader", 600));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
-  const json job = bed_->WaitForJob("leader", Finished, seconds(90));
-  ASSERT_EQ(State(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
-  const json* succeeded = Condition(job, "Succeeded");
+  const json job = bed_->WaitForJob("leader", JobFinished, seconds(90));
+  ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
+  const json* succeeded = FindJobCondition(job, "Succeeded");
   ASSERT_NE(succeeded, nullptr);
   EXPECT_EQ(succeeded->value("reason", ""), "RankZeroSucceeded");
   EXPECT_THAT(succeeded->value("message", ""), HasSubstr("rank 0's trainers succeeded (pod leader-0, attempt 0)"));
@@ -102,19 +59,19 @@ TEST_F(SuccessPolicyEndToEndTest, RankZeroSucceedingEndsTheJobAndStopsTheLingeri
       "leader", [](const json& j) { return j.value("status", json::object()).value("portsReleased", false); },
       seconds(60));
   ASSERT_TRUE(released.is_object()) << bed_->Get("trainingjob", "leader").dump(2) << bed_->Diagnostics();
-  EXPECT_EQ(State(released), "Succeeded");
-  ASSERT_NE(Condition(released, "Succeeded"), nullptr);
-  EXPECT_EQ(Condition(released, "Succeeded")->value("reason", ""), "RankZeroSucceeded");
-  EXPECT_EQ(Condition(released, "Failed"), nullptr) << released.dump(2);
+  EXPECT_EQ(JobState(released), "Succeeded");
+  ASSERT_NE(FindJobCondition(released, "Succeeded"), nullptr);
+  EXPECT_EQ(FindJobCondition(released, "Succeeded")->value("reason", ""), "RankZeroSucceeded");
+  EXPECT_EQ(FindJobCondition(released, "Failed"), nullptr) << released.dump(2);
   EXPECT_EQ(released["status"]["restarts"], 0);
   const json rank_zero = bed_->Get("pod", "leader-0");
   ASSERT_TRUE(rank_zero.is_object()) << bed_->Diagnostics();
   EXPECT_EQ(rank_zero["status"].value("phase", ""), "Succeeded");
 
-  const std::vector<std::string> events = EventMessages(*bed_, "leader", "RankZeroSucceeded");
+  const std::vector<std::string> events = JobEventMessages(*bed_, "leader", "RankZeroSucceeded");
   ASSERT_EQ(events.size(), 1u) << bed_->Diagnostics();
   EXPECT_THAT(events[0], HasSubstr("stopping 2 of the other 2 pods, still running"));
-  EXPECT_TRUE(EventMessages(*bed_, "leader", "Restarting").empty());
+  EXPECT_TRUE(JobEventMessages(*bed_, "leader", "Restarting").empty());
   // The other ranks had finished training and were lingering when they were stopped.
   EXPECT_THAT(bed_->AllPodLogs(), HasSubstr("training done; lingering 600 s"));
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
 #include "tests/support/prometheus_server.h"
 
 namespace ringleader::testing {
@@ -23,8 +24,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
-std::string State(const json& job) { return job.value("status", json::object()).value("state", ""); }
 
 json Training(const json& job) {
   return job.value("status", json::object()).value("communication", json::object()).value("training", json());
@@ -108,11 +107,9 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   EXPECT_EQ(training.value("slowestRank", ""), "2");
   EXPECT_GT(training.value("busBandwidthBytes", std::int64_t{0}), training.value("slowestRankBusBandwidthBytes", std::int64_t{0}));
 
-  const json done = bed.WaitForJob("measured", [](const json& seen) {
-    return State(seen) == "Succeeded" || State(seen) == "Failed";
-  }, seconds(120));
+  const json done = bed.WaitForJob("measured", JobFinished, seconds(120));
   ASSERT_TRUE(done.is_object()) << bed.Diagnostics();
-  EXPECT_EQ(State(done), "Succeeded") << bed.Diagnostics();
+  EXPECT_EQ(JobState(done), "Succeeded") << bed.Diagnostics();
   // The trainers say they were driving the plugin, as stand-ins.
   EXPECT_NE(bed.AllPodLogs().find("profiler stand-in"), std::string::npos) << bed.AllPodLogs();
 }
