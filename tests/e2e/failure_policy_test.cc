@@ -75,7 +75,7 @@ TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffA
   const CommandOutput applied = bed_->Apply("flaky", FailingJobYaml("flaky", 3, true));
   ASSERT_EQ(applied.exit_code, 0) << applied.output;
   const json waiting = bed_->WaitForJob(
-      "flaky", [](const json& job) { return job["status"].contains("nextRestartTime") || JobFinished(job); },
+      "flaky", [](const json& job) { return job.value("status", json::object()).contains("nextRestartTime") || JobFinished(job); },
       seconds(40));
   ASSERT_TRUE(waiting.is_object() && waiting["status"].contains("nextRestartTime"))
       << waiting.dump(2) << bed_->Diagnostics();
@@ -151,7 +151,7 @@ TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) 
   ASSERT_EQ(evicted.exit_code, 0) << evicted.output;
 
   const json restarted = bed_->WaitForJob(
-      "evicted", [](const json& job) { return job["status"].value("restarts", 0) >= 1 || JobFinished(job); },
+      "evicted", [](const json& job) { return job.value("status", json::object()).value("restarts", 0) >= 1 || JobFinished(job); },
       seconds(60));
   ASSERT_TRUE(restarted.is_object()) << bed_->Get("trainingjob", "evicted").dump(2) << bed_->Diagnostics();
   EXPECT_EQ(restarted["status"]["restarts"], 1) << restarted.dump(2);
@@ -170,7 +170,7 @@ TEST_F(FailurePolicyEndToEndTest, AnEvictedPodRestartsTheGangWithoutCountingIt) 
   // The new attempt runs, with nothing counted against the limit of 0.
   const json again = bed_->WaitForJob(
       "evicted",
-      [](const json& job) { return JobFinished(job) || (JobRunning(job) && job["status"].value("restarts", 0) == 1); },
+      [](const json& job) { return JobFinished(job) || (JobRunning(job) && job.value("status", json::object()).value("restarts", 0) == 1); },
       seconds(60));
   ASSERT_TRUE(again.is_object()) << bed_->Diagnostics();
   EXPECT_EQ(JobState(again), "Running") << again.dump(2) << bed_->Diagnostics();
