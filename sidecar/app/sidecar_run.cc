@@ -150,6 +150,9 @@ class SidecarRun {
       MakeCommunicator(kPreflightPhase);
       return RunMode();
     } catch (const RunFailure& failure) {
+      if (stop_.load()) {
+        return Stopped(failure.what());
+      }
       Log(std::string("failed: ") + failure.what());
       if (endpoints_) {
         endpoints_->SetReady(false, failure.what());
@@ -157,6 +160,9 @@ class SidecarRun {
       LetPeersHearTheOutcome();
       return kExitFailure;
     } catch (const std::exception& error) {
+      if (stop_.load()) {
+        return Stopped(error.what());
+      }
       Log(std::string("failed: ") + error.what());
       LetPeersHearTheOutcome();
       return kExitFailure;
@@ -164,6 +170,14 @@ class SidecarRun {
   }
 
  private:
+  // A SIGTERM that came while the run was blocked ends the wait it was in (every store client
+  // watches stop_), and whatever failed after it is the stop's doing: a stopped sidecar leaves
+  // at once with kExitOk, as from its monitor loop, with no failure for the operator to count.
+  int Stopped(const std::string& interrupted) const {
+    Log("stopped (" + interrupted + ")");
+    return kExitOk;
+  }
+
   // Rank 0's failure closes the store. Its peers are usually a moment behind (their barrier
   // deadlines started a little later), so the store stays up until they have left, for at most
   // a few seconds, and every rank reports the same missing ranks instead of a closed connection.
@@ -230,6 +244,8 @@ class SidecarRun {
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
     options.attempt = static_cast<std::uint32_t>(config_.attempt);
     options.deadline = deadline;
+    // A SIGTERM ends its connecting and every wait within 100 ms (not at the deadline).
+    options.stop = &stop_;
     return options;
   }
 
@@ -239,6 +255,8 @@ class SidecarRun {
     const auto started = Clock::now();
     const auto deadline = started + config_.rendezvous_timeout;
     const rendezvous::ClientOptions options = StoreClientOptions(deadline);
+    Log("joining the " + PhaseName() + " rendezvous through rank 0's store at " +
+        config_.rendezvous_addr + ":" + std::to_string(config_.rendezvous_port));
     auto connected = rendezvous::StoreClient::Connect(options);
     if (!connected) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kConnect);
@@ -252,6 +270,8 @@ class SidecarRun {
       metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
       throw RunFailure(set.error());
     }
+    Log("waiting for all " + std::to_string(config_.world_size()) + " ranks at the " + PhaseName() +
+        " rendezvous");
     const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     auto barrier = client_->Barrier(phase_ + "join", std::max(remaining, std::chrono::milliseconds(1)));
     if (!barrier) {
@@ -276,6 +296,8 @@ class SidecarRun {
         std::to_string(seconds) + " s; rank 0 at " + master_addr_);
     return seconds;
   }
+
+  std::string PhaseName() const { return phase_ == kMonitorPhase ? "monitor" : "preflight"; }
 
   // The address peers reach this rank on: the pod IP the kubelet gives, else loopback for a
   // local run.
@@ -586,6 +608,9 @@ class SidecarRun {
       }
       result.rendezvous_seconds = rendezvous_seconds;
     } catch (const std::exception& error) {
+      if (stop_.load()) {
+        return Stopped(error.what());  // no result: the preflight did not finish
+      }
       result = CommunicatorResult();
       result.passed = false;
       result.reason = error.what();

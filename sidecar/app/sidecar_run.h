@@ -17,7 +17,8 @@ inline constexpr int kExitUsage = 2;    // bad configuration
 
 // Runs the sidecar as `config` says and returns its exit code. Every failure is logged to stderr
 // with what broke (the rank that never joined, the collective and the peer that vanished, the
-// preflight table). `stop_requested` (set by SIGTERM) ends the monitor loop with kExitOk.
+// preflight table). `stop_requested` (set by SIGTERM) ends the monitor loop, and a rendezvous
+// wait (connecting to rank 0, the barrier) within 100 ms, with kExitOk.
 int RunSidecar(const SidecarConfig& config, const std::atomic<bool>& stop_requested);
 
 }  // namespace ringleader::sidecar

@@ -28,6 +28,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReceiveChunk = 64 * 1024;
+// What a wait that a stop request cut short failed with (ClientOptions::stop).
+constexpr std::string_view kStopped = "stopped";
 
 std::string ErrnoText(int error) {
   std::string text = std::generic_category().message(error);
@@ -50,6 +52,40 @@ int PollMillis(Clock::time_point deadline) {
   }
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
   return static_cast<int>(std::min<long long>(ms, INT_MAX));
+}
+
+bool Stopping(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
+
+// poll() on one descriptor until it is ready (> 0), `deadline` passes or a stop is requested
+// (0; the caller tells the two apart with Stopping), or it fails (-1, errno set). With a stop
+// to watch, it polls in slices of kStopCheckInterval, so a stop is seen within one.
+int PollOne(pollfd& poll_fd, Clock::time_point deadline, const std::atomic<bool>* stop) {
+  while (true) {
+    if (Stopping(stop) || Clock::now() >= deadline) {
+      return 0;
+    }
+    int wait_ms = PollMillis(deadline);
+    if (stop != nullptr) {
+      wait_ms = std::min<int>(wait_ms, static_cast<int>(kStopCheckInterval.count()));
+    }
+    const int ready = ::poll(&poll_fd, 1, wait_ms);
+    if (ready != 0 && !(ready < 0 && errno == EINTR)) {
+      return ready;
+    }
+  }
+}
+
+// Sleeps for `pause` unless a stop comes first; true when it did.
+bool SleepUnlessStopped(Clock::duration pause, const std::atomic<bool>* stop) {
+  const Clock::time_point until = Clock::now() + pause;
+  while (!Stopping(stop)) {
+    const Clock::time_point now = Clock::now();
+    if (now >= until) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - now, kStopCheckInterval));
+  }
+  return true;
 }
 
 std::uint32_t ClampMillis(std::chrono::milliseconds timeout) {
@@ -79,9 +115,11 @@ class UniqueFd {
 };
 
 // Sends out and reads replies frames from fd, both directions at once so a long pipeline cannot
-// deadlock against the server's bounded buffers. Stops early at a Refused, which it returns.
+// deadlock against the server's bounded buffers. Stops early at a Refused, which it returns,
+// and fails with kStopped once `stop` is set.
 Result<std::vector<Message>> ExchangeFrames(int fd, FrameDecoder& decoder, std::string_view out,
-                                            std::size_t replies, Clock::time_point deadline) {
+                                            std::size_t replies, Clock::time_point deadline,
+                                            const std::atomic<bool>* stop) {
   using R = Result<std::vector<Message>>;
   std::vector<Message> got;
   got.reserve(replies);
@@ -106,22 +144,15 @@ Result<std::vector<Message>> ExchangeFrames(int fd, FrameDecoder& decoder, std::
     if (got.size() == replies) {
       return got;
     }
-    const int wait_ms = PollMillis(deadline);
-    if (wait_ms == 0 && Clock::now() >= deadline) {
-      return R::Failure("timed out");
-    }
     pollfd poll_fd{};
     poll_fd.fd = fd;
     poll_fd.events = static_cast<short>(POLLIN | (sent < out.size() ? POLLOUT : 0));
-    const int ready = ::poll(&poll_fd, 1, wait_ms);
+    const int ready = PollOne(poll_fd, deadline, stop);
     if (ready < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
       return R::Failure(ErrnoText(errno));
     }
     if (ready == 0) {
-      continue;
+      return R::Failure(std::string(Stopping(stop) ? kStopped : "timed out"));
     }
     // Read first: a Refused explains a failure to send better than EPIPE does.
     if ((poll_fd.revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
@@ -150,8 +181,9 @@ Result<std::vector<Message>> ExchangeFrames(int fd, FrameDecoder& decoder, std::
   }
 }
 
-// A connected non-blocking TCP socket, or why not.
-Result<int> Dial(const std::string& host, std::uint16_t port, Clock::time_point deadline) {
+// A connected non-blocking TCP socket, or why not (kStopped once `stop` is set).
+Result<int> Dial(const std::string& host, std::uint16_t port, Clock::time_point deadline,
+                 const std::atomic<bool>* stop) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -178,12 +210,17 @@ Result<int> Dial(const std::string& host, std::uint16_t port, Clock::time_point 
       pollfd poll_fd{};
       poll_fd.fd = fd.get();
       poll_fd.events = POLLOUT;
-      int ready = 0;
-      do {
-        ready = ::poll(&poll_fd, 1, PollMillis(deadline));
-      } while (ready < 0 && errno == EINTR);
-      if (ready <= 0) {
-        error = ready == 0 ? "connect timed out" : ErrnoText(errno);
+      const int ready = PollOne(poll_fd, deadline, stop);
+      if (ready < 0) {
+        error = ErrnoText(errno);
+        continue;
+      }
+      if (ready == 0) {
+        if (Stopping(stop)) {
+          error = kStopped;
+          break;  // the other addresses would be stopped too
+        }
+        error = "connect timed out";
         continue;
       }
       int so_error = 0;
@@ -225,8 +262,9 @@ HandshakeOutcome Handshake(int fd, FrameDecoder& decoder, const ClientOptions& o
   const auto refused = [](const Refused& r) {
     return HandshakeOutcome{false, !IsRetryableRefusal(r.reason), "refused: " + r.reason, {}};
   };
-  Result<std::vector<Message>> challenge = ExchangeFrames(
-      fd, decoder, EncodeMessage(Hello{options.rank, options.world_size}), 1, deadline);
+  Result<std::vector<Message>> challenge =
+      ExchangeFrames(fd, decoder, EncodeMessage(Hello{options.rank, options.world_size}), 1,
+                     deadline, options.stop);
   if (!challenge) {
     return {false, false, "handshake: " + challenge.error(), {}};
   }
@@ -244,7 +282,7 @@ HandshakeOutcome Handshake(int fd, FrameDecoder& decoder, const ClientOptions& o
     frames += EncodeMessage(Get{std::string(kAttemptKey)});
   }
   Result<std::vector<Message>> welcome =
-      ExchangeFrames(fd, decoder, frames, options.attempt ? 2 : 1, deadline);
+      ExchangeFrames(fd, decoder, frames, options.attempt ? 2 : 1, deadline, options.stop);
   if (!welcome) {
     return {false, false, "handshake: " + welcome.error(), {}};
   }
@@ -325,7 +363,7 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
   while (true) {
     const Clock::time_point attempt_deadline =
         std::min(options.deadline, Clock::now() + options.io_timeout);
-    Result<int> dialed = Dial(options.host, options.port, attempt_deadline);
+    Result<int> dialed = Dial(options.host, options.port, attempt_deadline, options.stop);
     std::string error;
     if (dialed) {
       UniqueFd fd(dialed.value());
@@ -347,6 +385,9 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
     } else {
       error = dialed.error();
     }
+    if (Stopping(options.stop)) {
+      return R::Failure(server_name + ": connecting " + std::string(kStopped));
+    }
     const Clock::time_point now = Clock::now();
     // A try the overall deadline cut short says only that; the try before it says why.
     if (last_error.empty() || now < options.deadline) {
@@ -361,7 +402,9 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
     std::uniform_int_distribution<long long> jitter(0, backoff.count());
     const auto pause = std::min<Clock::duration>(std::chrono::milliseconds(jitter(random)),
                                                  options.deadline - now);
-    std::this_thread::sleep_for(pause);
+    if (SleepUnlessStopped(pause, options.stop)) {
+      return R::Failure(server_name + ": connecting " + std::string(kStopped));
+    }
     backoff = std::min(backoff * 2, std::max(options.max_backoff, backoff));
   }
   const auto waited = std::chrono::round<std::chrono::seconds>(Clock::now() - start);
@@ -375,6 +418,7 @@ StoreClient::StoreClient(Passkey, int fd, std::string server_name, const ClientO
       rank_(options.rank),
       world_size_(options.world_size),
       io_timeout_(options.io_timeout),
+      stop_(options.stop),
       decoder_(options.max_frame_payload) {}
 
 StoreClient::~StoreClient() {
@@ -394,7 +438,8 @@ Result<std::vector<Message>> StoreClient::Exchange(std::string_view op, const st
   if (broken_) {
     return R::Failure(*broken_);
   }
-  Result<std::vector<Message>> got = ExchangeFrames(fd_, decoder_, frames, replies, deadline);
+  Result<std::vector<Message>> got =
+      ExchangeFrames(fd_, decoder_, frames, replies, deadline, stop_);
   if (!got) {
     broken_ = Failure(op, got.error());
     return R::Failure(*broken_);

@@ -2,6 +2,7 @@
 // from plain threads (and behind Gloo's store interface). Failures are values naming the server.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +17,9 @@
 #include "sidecar/rendezvous/protocol.h"
 
 namespace ringleader::rendezvous {
+
+// How often a blocked Connect or op looks at ClientOptions::stop.
+inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
 
 struct ClientOptions {
   std::string host;  // a name or an address
@@ -37,6 +41,11 @@ struct ClientOptions {
   std::size_t max_frame_payload = kDefaultMaxPayload;
   // Called after each failed attempt that will be retried, with why it failed (logs, tests).
   std::function<void(std::string_view error)> on_attempt_failed;
+  // The owner's stop request (SIGTERM), or null. Once it is true, Connect (dialing, handshake,
+  // backoff) and every op of the client give up within kStopCheckInterval with an error ending
+  // in "stopped" instead of waiting for their deadline; the connection is then broken. Must
+  // outlive the client.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // A Wait's or a Barrier's outcome: done, or timed out with what was missing.
@@ -59,8 +68,8 @@ std::vector<std::uint32_t> ParseMissingRanks(std::string_view text);
 
 class StoreClient {
  public:
-  // Connects and authenticates, retrying until options.deadline. A Refused (wrong token, bad
-  // rank) is returned at once. Errors read like "rendezvous server 10.0.0.1:29500 (rank 0)
+  // Connects and authenticates, retrying until options.deadline (or options.stop). A Refused
+  // (wrong token, bad rank) is returned at once. Errors read like "rendezvous server 10.0.0.1:29500 (rank 0)
   // unreachable for 300 s: connection refused".
   static Result<std::unique_ptr<StoreClient>> Connect(const ClientOptions& options);
 
@@ -126,6 +135,7 @@ class StoreClient {
   std::uint32_t rank_ = 0;
   std::uint32_t world_size_ = 1;
   std::chrono::milliseconds io_timeout_;
+  const std::atomic<bool>* stop_;  // ClientOptions::stop
   FrameDecoder decoder_;
   std::optional<std::string> broken_;  // the first I/O failure, repeated thereafter
 };

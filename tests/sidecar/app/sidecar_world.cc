@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "tests/support/test_environment.h"
@@ -12,6 +13,22 @@ namespace {
 void WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;
+}
+
+// Waits until `log` contains `text`; false at the deadline or when `child` exited without it.
+bool WaitForText(const std::function<std::string()>& log, ChildProcess& child,
+                 const std::string& text, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (log().find(text) != std::string::npos) {
+      return true;
+    }
+    if (!child.Running()) {
+      return log().find(text) != std::string::npos;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace
@@ -126,17 +143,12 @@ std::string SidecarWorld::Log(int rank) const {
 }
 
 bool SidecarWorld::WaitForLog(int rank, const std::string& text, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (Log(rank).find(text) != std::string::npos) {
-      return true;
-    }
-    if (!process(rank).Running()) {
-      return Log(rank).find(text) != std::string::npos;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
+  return WaitForText([&] { return Log(rank); }, process(rank), text, timeout);
+}
+
+bool SidecarWorld::WaitForPodPreflightLog(int rank, const std::string& text,
+                                          std::chrono::milliseconds timeout) {
+  return WaitForText([&] { return PodPreflightLog(rank); }, pod_preflight(rank), text, timeout);
 }
 
 std::filesystem::path SidecarWorld::contract_file(int rank) const {

@@ -35,6 +35,8 @@ class SidecarWorld {
   void StartPodPreflight(int rank, const std::map<std::string, std::string>& env = {});
   ChildProcess& pod_preflight(int rank) { return *pod_preflights_.at(rank); }
   std::string PodPreflightLog(int rank) const;
+  // As WaitForLog, for `rank`'s preflight container.
+  bool WaitForPodPreflightLog(int rank, const std::string& text, std::chrono::milliseconds timeout);
   std::filesystem::path run_dir(int rank) const;
   // Where `rank`'s sidecar copies the NCCL profiler plugin (RINGLEADER_PROFILER_PLUGIN_DIR, an
   // existing directory in the run dir), and the socket it takes the plugin's snapshots on (the

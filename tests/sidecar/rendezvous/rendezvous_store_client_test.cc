@@ -2,6 +2,7 @@
 // must not be retried, and a server that goes away mid-call.
 #include "sidecar/rendezvous/store_client.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -180,6 +181,58 @@ TEST(StoreClientTest, ServerStoppedDuringABarrierFailsTheCallQuicklyNamingTheSer
   EXPECT_THAT(outcome->error(), HasSubstr("Barrier failed: connection closed by the server"));
   // Later calls fail at once with the same error.
   EXPECT_EQ(client.value()->Get("k").error(), outcome->error());
+}
+
+// A SIGTERM must not wait for a rendezvous deadline (minutes): the owner's stop flag ends a
+// pending Barrier within a stop check.
+TEST(StoreClientTest, AStopEndsAPendingBarrierWithinAStopCheck) {
+  StoreServer server(Options(2));
+  std::atomic<bool> stop{false};
+  ClientOptions options = ClientFor(server.port(), 0, 2);
+  options.stop = &stop;
+  Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(options);
+  ASSERT_TRUE(client.ok()) << client.error();
+  std::optional<Result<BarrierOutcome>> outcome;
+  Clock::time_point failed_at;
+  std::thread waiting([&] {
+    outcome = client.value()->Barrier("join", seconds(120));
+    failed_at = Clock::now();
+  });
+  ASSERT_TRUE(testing::Eventually([&] { return server.Stats().pending == 1; }));
+  const auto stopped_at = Clock::now();
+  stop = true;
+  waiting.join();
+  ASSERT_FALSE(outcome->ok());
+  EXPECT_LT(failed_at - stopped_at, kStopCheckInterval + milliseconds(400));
+  EXPECT_EQ(outcome->error(),
+            "rendezvous server 127.0.0.1:" + std::to_string(server.port()) + " (rank 0): Barrier failed: stopped");
+}
+
+// As above for a rank whose rank 0 is not there: the stop ends its retries and backoff.
+TEST(StoreClientTest, AStopEndsConnectingToAnAbsentServerWithinAStopCheck) {
+  const std::uint16_t port = FreePort();
+  std::atomic<bool> stop{false};
+  FailedTries tries;
+  ClientOptions options = ClientFor(port, 1, 2);
+  options.deadline = Clock::now() + seconds(120);
+  options.initial_backoff = seconds(5);  // a try then sleeps, as a late one does
+  options.max_backoff = seconds(5);
+  options.stop = &stop;
+  tries.Watch(options);
+  std::optional<Result<std::unique_ptr<StoreClient>>> connected;
+  Clock::time_point failed_at;
+  std::thread connecting([&] {
+    connected = StoreClient::Connect(options);
+    failed_at = Clock::now();
+  });
+  ASSERT_TRUE(tries.FirstOnceThereAre(1).has_value());
+  const auto stopped_at = Clock::now();
+  stop = true;
+  connecting.join();
+  ASSERT_FALSE(connected->ok());
+  EXPECT_LT(failed_at - stopped_at, kStopCheckInterval + milliseconds(400));
+  EXPECT_EQ(connected->error(),
+            "rendezvous server 127.0.0.1:" + std::to_string(port) + " (rank 0): connecting stopped");
 }
 
 TEST(StoreClientTest, MultiGetPipelinesThousandsOfKeysInOrder) {
