@@ -18,6 +18,7 @@
 #include "tests/devcluster/machinery/selectors.h"
 #include "tests/devcluster/machinery/status.h"
 #include "tests/devcluster/resource_quota.h"
+#include "tests/devcluster/scheduling_gates.h"
 #include "tests/support/cel/crd_rules.h"
 #include "tests/support/structural_schema.h"
 
@@ -135,6 +136,7 @@ void ApplyBuiltinCreateDefaults(const ResourceInfo& info, nlohmann::json& object
   }
   if (info.plural == "pods") {
     object["status"] = {{"phase", "Pending"}};
+    AddSchedulingGatedCondition(object);  // in the create's answer, as the Pod strategy writes it
   } else if (info.plural == "namespaces") {
     object["spec"]["finalizers"] = {"kubernetes"};
     object["status"] = {{"phase", "Active"}};
@@ -490,6 +492,10 @@ WriteResult Api::Create(const ResourceInfo& info, const std::string& url_ns, nlo
     std::vector<schema::SchemaError> errors = NameErrors(name, NameRuleFor(info));
     NormalizeCustomResource(info, body, nullptr, errors);
     ValidateBuiltin(info, body, errors);
+    if (IsPods(info)) {
+      std::vector<schema::SchemaError> gates = SchedulingGateCreateErrors(body);
+      errors.insert(errors.end(), std::make_move_iterator(gates.begin()), std::make_move_iterator(gates.end()));
+    }
     if (!errors.empty()) {
       throw Invalid(info.QualifiedKind(), name, errors);
     }
@@ -606,6 +612,11 @@ WriteResult CommitUpdate(Writer& writer, const ResourceInfo& info, const nlohman
   NormalizeCustomResource(info, next, &current, errors);
   if (subresource.empty()) {
     ValidateBuiltin(info, next, errors);
+    if (IsPods(info)) {
+      // Gates can only be removed once the Pod exists.
+      std::vector<schema::SchemaError> gates = SchedulingGateUpdateErrors(current, next);
+      errors.insert(errors.end(), std::make_move_iterator(gates.begin()), std::make_move_iterator(gates.end()));
+    }
   }
   if (!errors.empty()) {
     throw Invalid(info.QualifiedKind(), name, errors);

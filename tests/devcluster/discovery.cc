@@ -45,12 +45,18 @@ nlohmann::json ResourceList(const Catalog& catalog, const std::string& group, co
       entry["categories"] = info.categories;
     }
     resources.push_back(entry);
-    if (info.has_status) {
-      resources.push_back({{"name", info.plural + "/status"},
-                           {"singularName", ""},
-                           {"namespaced", info.namespaced},
-                           {"kind", info.kind},
-                           {"verbs", {"get", "patch", "update"}}});
+    for (const SubresourceInfo& sub : info.DiscoverySubresources()) {
+      nlohmann::json listed{{"name", info.plural + "/" + sub.name},
+                            {"singularName", ""},
+                            {"namespaced", info.namespaced},
+                            {"kind", sub.kind},
+                            {"verbs", sub.verbs}};
+      // kubectl drain evicts only when pods/eviction names its group and version here.
+      if (!sub.group.empty() || !sub.version.empty()) {
+        listed["group"] = sub.group;
+        listed["version"] = sub.version;
+      }
+      resources.push_back(std::move(listed));
     }
   }
   if (resources.empty()) {

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Drives the real kubectl against devcluster's scheduler: a gated Pod waits as SchedulingGated until
-# its gates are removed; with the PodGroup CRD installed, two 4-Pod gangs of scheduler-plugins'
-# second scheduler on Nodes with room for one: the first binds whole, the second not at all (the
-# Coscheduling plugin's message) until the first is gone, then whole.
+# Drives the real kubectl against devcluster's scheduler: a gated Pod is created SchedulingGated and
+# waits until its gates are removed (none may be added); with the PodGroup CRD installed, two 4-Pod
+# gangs of scheduler-plugins' second scheduler on Nodes with room for one: the first binds whole,
+# the second not at all (the Coscheduling plugin's message) until the first is gone, then whole.
 # Usage: kubectl_gang_test.sh PATH/TO/devcluster   (run from the repository root)
 set -u -o pipefail
 
@@ -43,8 +43,9 @@ spec:
 EOF
 }
 
-# Scheduling gates: kept off every Node until the last gate goes.
-out=$(k apply -f - <<EOF
+# Scheduling gates: marked by the create itself, kept off every Node until the last gate goes,
+# and never added to afterwards.
+out=$(k create -o jsonpath="$scheduled" -f - <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: gated}
@@ -53,14 +54,20 @@ spec:
   containers: [{name: main, image: sleeper, args: ["300"]}]
 EOF
 )
-expect "a Pod with a scheduling gate is created" '^pod/gated created$' "$out"
-wait_scheduled "it is marked, not scheduled" False gated
-out=$(k get pod gated -o jsonpath="$scheduled")
-expect_text "as kube-apiserver marks it" '"message":"Scheduling is blocked due to non-empty scheduling gates","reason":"SchedulingGated"' "$out"
-expect_not "and it has no Node" '"nodeName"' "$(k get pod gated -o jsonpath='{.spec}')"
+expect_text "the create's answer carries the condition kube-apiserver writes" \
+  '"lastProbeTime":null,"lastTransitionTime":null,"message":"Scheduling is blocked due to non-empty scheduling gates","reason":"SchedulingGated","status":"False","type":"PodScheduled"' "$out"
+expect_not "and the Pod has no Node" '"nodeName"' "$(k get pod gated -o jsonpath='{.spec}')"
+out=$(k get pod gated)
+expect "kubectl get pods shows it SchedulingGated" '^gated +0/1 +SchedulingGated +0 ' "$out"
+out=$(k patch pod gated --type=json -p '[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"x"}}]')
+expect_text "a gate cannot be added" \
+  "The Pod \"gated\" is invalid: spec.schedulingGates[1].name: Forbidden: only deletion is allowed, but found new scheduling gate 'x'" "$out"
 out=$(k patch pod gated --type=json -p '[{"op":"remove","path":"/spec/schedulingGates"}]')
 expect "its gate is removed" '^pod/gated patched$' "$out"
 wait_scheduled "then it is bound" True gated
+out=$(k patch pod gated --type=json -p '[{"op":"add","path":"/spec/schedulingGates","value":[{"name":"late"}]}]')
+expect_text "nor to a Pod that has none" \
+  "spec.schedulingGates[0].name: Forbidden: only deletion is allowed, but found new scheduling gate 'late'" "$out"
 k delete pod gated --wait >/dev/null
 
 # Without the CRD there is no scheduler-plugins: the second scheduler's Pods are nobody's.

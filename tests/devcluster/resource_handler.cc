@@ -113,12 +113,27 @@ nlohmann::json ParseObjectBody(const Request& request, const ResourceInfo& info)
   throw UnsupportedMediaType({"application/json", "application/yaml", std::string(kProtobufMediaType)});
 }
 
-// An Eviction body: JSON or YAML (devcluster decodes no protobuf Eviction).
+// An Eviction body: JSON, YAML, or protobuf as kubectl drain sends it.
 nlohmann::json ParseEvictionBody(const Request& request) {
   if (std::optional<nlohmann::json> eviction = ParseTextBody(request, "an Eviction")) {
     return std::move(*eviction);
   }
-  throw UnsupportedMediaType({"application/json", "application/yaml"});
+  if (MediaType(request.content_type) == kProtobufMediaType) {
+    return DecodeProtobufEviction(request.body);
+  }
+  throw UnsupportedMediaType({"application/json", "application/yaml", std::string(kProtobufMediaType)});
+}
+
+// A DELETE's DeleteOptions: `absent` without a body, protobuf as kubectl drain sends them when it
+// cannot evict, else JSON whatever the content type says (as devcluster always read them).
+nlohmann::json ParseDeleteOptionsBody(const Request& request, nlohmann::json absent) {
+  if (request.body.empty()) {
+    return absent;
+  }
+  if (MediaType(request.content_type) == kProtobufMediaType) {
+    return DecodeProtobufDeleteOptions(request.body);
+  }
+  return ParseJson(request.body);
 }
 
 nlohmann::json ParsePatchBody(const Request& request) {
@@ -257,7 +272,7 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
       return Write(api_.Create(t.info, t.ns, ParseObjectBody(request, t.info), WriteOptionsFrom(request)));
     }
     if (method == "DELETE") {
-      nlohmann::json options = request.body.empty() ? nlohmann::json() : ParseJson(request.body);
+      nlohmann::json options = ParseDeleteOptionsBody(request, nullptr);
       return JsonResponse(200, api_.DeleteCollection(t.info, t.ns, ListOptionsFrom(request), options));
     }
     throw MethodNotAllowed(method, t.info.GroupResource());
@@ -294,7 +309,7 @@ std::optional<Response> ResourceHandler::Serve(const Request& request,
                             ParsePatchBody(request), WriteOptionsFrom(request)));
   }
   if (method == "DELETE" && t.subresource.empty()) {
-    nlohmann::json options = request.body.empty() ? nlohmann::json::object() : ParseJson(request.body);
+    nlohmann::json options = ParseDeleteOptionsBody(request, nlohmann::json::object());
     if (!options.is_object()) {
       throw BadRequest("DeleteOptions must be a JSON object");
     }

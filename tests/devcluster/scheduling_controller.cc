@@ -24,9 +24,6 @@ constexpr const char* kPodsKey = "/pods";
 constexpr const char* kEventsKey = "/events";
 constexpr const char* kCustomResourceDefinitionsKey = "apiextensions.k8s.io/customresourcedefinitions";
 constexpr const char* kDefaultScheduler = "default-scheduler";
-// What kube-apiserver's Pod strategy writes on a Pod created with scheduling gates.
-constexpr const char* kSchedulingGated = "SchedulingGated";
-constexpr const char* kGatedMessage = "Scheduling is blocked due to non-empty scheduling gates";
 
 std::string Str(const json& object, const char* a, const char* b) {
   if (!object.contains(a) || !object[a].is_object()) {
@@ -61,7 +58,8 @@ const json* FindCondition(const json& pod, const std::string& type) {
 }
 
 // Sets the PodScheduled condition (`reason` and `message` only when not scheduled);
-// lastTransitionTime moves only when the status does.
+// lastTransitionTime moves only when the status does, and is kept as it was otherwise, null
+// included (the SchedulingGated condition kube-apiserver writes at create has none).
 void SetScheduledCondition(json& pod, bool scheduled, const std::string& reason, const std::string& message,
                            const std::string& now) {
   json condition = {{"type", "PodScheduled"}, {"status", scheduled ? "True" : "False"}, {"lastProbeTime", nullptr}};
@@ -70,8 +68,9 @@ void SetScheduledCondition(json& pod, bool scheduled, const std::string& reason,
     condition["message"] = message;
   }
   const json* old = FindCondition(pod, "PodScheduled");
+  const bool unchanged = old != nullptr && old->value("status", "") == condition["status"];
   condition["lastTransitionTime"] =
-      old != nullptr && old->value("status", "") == condition["status"] ? old->value("lastTransitionTime", now) : now;
+      unchanged && old->contains("lastTransitionTime") ? (*old)["lastTransitionTime"] : json(now);
   json& status = pod["status"];
   if (!status.contains("phase")) {
     status["phase"] = "Pending";
@@ -142,9 +141,8 @@ void Refuse(json& pod, const std::string& message, const Turn& turn, const std::
   actions.push_back({pod, SchedulerEvent(pod, "Warning", "FailedScheduling", message, now, turn.scheduler)});
 }
 
-// The Turns of the pass, in queue order; gated Pods get their condition in `actions` instead.
-std::vector<Turn> Queue(std::vector<json>& cluster, const std::vector<json>* pod_groups, const std::string& now,
-                        std::vector<SchedulingAction>& actions) {
+// The Turns of the pass, in queue order.
+std::vector<Turn> Queue(std::vector<json>& cluster, const std::vector<json>* pod_groups) {
   std::map<std::pair<std::string, std::string>, const json*> groups;  // (namespace, name)
   if (pod_groups != nullptr) {
     for (const json& group : *pod_groups) {
@@ -159,11 +157,7 @@ std::vector<Turn> Queue(std::vector<json>& cluster, const std::vector<json>* pod
       continue;
     }
     if (Gated(pod)) {
-      if (FindCondition(pod, "PodScheduled") == nullptr) {
-        SetScheduledCondition(pod, false, kSchedulingGated, kGatedMessage, now);
-        actions.push_back({pod, nullptr});
-      }
-      continue;
+      continue;  // kube-scheduler never tries it; its condition is kube-apiserver's, written at create
     }
     std::string scheduler = Str(pod, "spec", "schedulerName");
     scheduler = scheduler.empty() ? kDefaultScheduler : scheduler;
@@ -240,7 +234,7 @@ std::vector<SchedulingAction> PlanScheduling(const std::vector<json>& nodes, con
                                              const std::string& now, const std::vector<json>* pod_groups) {
   std::vector<json> cluster = pods;  // binds made in this pass are seen by the Pods after them
   std::vector<SchedulingAction> actions;
-  for (const Turn& turn : Queue(cluster, pod_groups, now, actions)) {
+  for (const Turn& turn : Queue(cluster, pod_groups)) {
     if (turn.pod_group != nullptr) {
       const GangDecision decision = PlanGang(*turn.pod_group, turn.pods, nodes, cluster);
       for (const auto& [i, node] : decision.bind) {

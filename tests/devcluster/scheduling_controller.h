@@ -25,8 +25,8 @@ struct SchedulingAction {
 };
 
 // For each Pod without spec.nodeName that is not being deleted or finished: a Pod with scheduling
-// gates gets PodScheduled=False/SchedulingGated (what kube-apiserver sets on create) and is left
-// alone. The others meant for the default scheduler, or for scheduler-plugins' second scheduler when
+// gates is left alone (its PodScheduled=False/SchedulingGated is written by the API at create, as
+// kube-apiserver does, scheduling_gates.h). The others meant for the default scheduler, or for scheduler-plugins' second scheduler when
 // `pod_groups` is given (the PodGroup CRD is served; null when not), are taken oldest first: each is
 // bound (spec.nodeName, PodScheduled=True, a Scheduled Event), the later Pods seeing it bound, or,
 // when no node fits, gets PodScheduled=False with the reason - only when that condition changes, so

@@ -18,6 +18,7 @@
 
 #include "tests/devcluster/coscheduling.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/scheduling_gates.h"
 
 namespace ringleader::devcluster {
 namespace {
@@ -143,27 +144,40 @@ std::string Scheduled(const json& pod) {
   return "";
 }
 
-TEST(PlanSchedulingTest, AGatedPodIsMarkedSchedulingGatedOnceAndBoundOnceItsGatesAreGone) {
+// The SchedulingGated condition is kube-apiserver's, written at create (scheduling_gates.h): the
+// scheduler neither writes nor rewrites it, so the two never fight over it.
+TEST(PlanSchedulingTest, AGatedPodIsLeftAsCreatedAndBoundOnceItsGatesAreGone) {
   json gated = HostNetworkPod("p1", 1);
   gated["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}, {{"name", "example.com/b"}}});
-  gated["spec"]["schedulerName"] = "volcano";  // kube-apiserver marks it whoever schedules it
-  std::vector<SchedulingAction> actions = PlanScheduling(DefaultNodeObjects(), {gated}, "2026-01-01T00:01:00Z");
-  ASSERT_EQ(actions.size(), 1u);
-  EXPECT_TRUE(actions[0].event.is_null());  // kube-scheduler never tries it: no FailedScheduling
-  EXPECT_FALSE(actions[0].pod["spec"].contains("nodeName"));
-  EXPECT_EQ(Scheduled(actions[0].pod), "False/SchedulingGated: Scheduling is blocked due to non-empty scheduling gates");
-  std::vector<json> after = Apply({gated}, actions);
-  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:02:00Z").empty());
+  AddSchedulingGatedCondition(gated);
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {gated}, "2026-01-01T00:01:00Z").empty());
+  json without_condition = gated;
+  without_condition["status"].erase("conditions");
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {without_condition}, "2026-01-01T00:01:00Z").empty());
 
-  after[0]["spec"]["schedulingGates"] = json::array({{{"name", "example.com/b"}}});  // one gate left
-  after[0]["spec"].erase("schedulerName");
-  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:03:00Z").empty());
-  after[0]["spec"]["schedulingGates"] = json::array();
-  actions = PlanScheduling(DefaultNodeObjects(), after, "2026-01-01T00:04:00Z");
+  gated["spec"]["schedulingGates"] = json::array({{{"name", "example.com/b"}}});  // one gate left
+  EXPECT_TRUE(PlanScheduling(DefaultNodeObjects(), {gated}, "2026-01-01T00:03:00Z").empty());
+  gated["spec"]["schedulingGates"] = json::array();
+  std::vector<SchedulingAction> actions = PlanScheduling(DefaultNodeObjects(), {gated}, "2026-01-01T00:04:00Z");
   ASSERT_EQ(actions.size(), 1u);
   EXPECT_EQ(actions[0].pod["spec"]["nodeName"], "node-a");
   EXPECT_EQ(Scheduled(actions[0].pod), "True/: ");
+  EXPECT_EQ(actions[0].pod["status"]["conditions"][0]["lastTransitionTime"], "2026-01-01T00:04:00Z");
   EXPECT_EQ(actions[0].event["reason"], "Scheduled");
+}
+
+// Regression: the gated condition's null lastTransitionTime stays null while PodScheduled stays
+// False (kube-scheduler's UpdatePodCondition keeps it), instead of failing the pass.
+TEST(PlanSchedulingTest, AnUngatedPodThatFitsNowhereKeepsTheNullTransitionTime) {
+  json pod = HostNetworkPod("p1", 1, {{"limits", {{"nvidia.com/gpu", "9"}}}});
+  pod["spec"]["schedulingGates"] = json::array({{{"name", "example.com/quota"}}});
+  AddSchedulingGatedCondition(pod);
+  pod["spec"].erase("schedulingGates");
+  std::vector<SchedulingAction> actions = PlanScheduling(DefaultNodeObjects(), {pod}, "2026-01-01T00:04:00Z");
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(Scheduled(actions[0].pod), "False/Unschedulable: 0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
+  EXPECT_TRUE(actions[0].pod["status"]["conditions"][0]["lastTransitionTime"].is_null());
+  EXPECT_EQ(actions[0].event["reason"], "FailedScheduling");
 }
 
 TEST(PlanSchedulingTest, TwoGangsWithRoomForOneTheOlderPodGroupBindsWholeAndTheOtherWaitsUntilAllOfItFits) {

@@ -591,6 +591,20 @@ const MessageSpec kDeployment{
     {Message(1, "metadata", kObjectMeta, kAlways), Message(2, "spec", kDeploymentSpec, kAlways),
      Message(3, "status", kDeploymentStatus, kAlways)}};
 
+// ---- k8s.io/apimachinery/pkg/apis/meta/v1 DeleteOptions (kubectl drain's DELETE of a Pod) and
+// k8s.io/api/policy/v1 Eviction (its eviction; policy/v1beta1 has the same fields). Every field of
+// both Go structs is a pointer or a slice with omitempty.
+const MessageSpec kPreconditions{"k8s.io.apimachinery.pkg.apis.meta.v1.Preconditions",
+                                 {String(1, "uid", kPointer), String(2, "resourceVersion", kPointer)}};
+const MessageSpec kDeleteOptions{
+    "k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+    {Int64(1, "gracePeriodSeconds", kPointer), Message(2, "preconditions", kPreconditions, kPointer),
+     Bool(3, "orphanDependents", kPointer), String(4, "propagationPolicy", kPointer), Strings(5, "dryRun"),
+     Bool(6, "ignoreStoreReadErrorWithClusterBreakingPotential", kPointer)}};
+const MessageSpec kEviction{"k8s.io.api.policy.v1.Eviction",
+                            {Message(1, "metadata", kObjectMeta, kAlways),
+                             Message(2, "deleteOptions", kDeleteOptions, kPointer)}};
+
 // ---- k8s.io/api/authentication/v1
 const MessageSpec kBoundObjectReference{
     "k8s.io.api.authentication.v1.BoundObjectReference",
@@ -677,6 +691,8 @@ constexpr DecodableKind kDecodableKinds[] = {
     {"rbac.authorization.k8s.io/v1", "RoleBinding", &kRoleBinding},
     {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", &kRoleBinding},
     {"coordination.k8s.io/v1", "Lease", &kLease},
+    {"policy/v1", "Eviction", &kEviction},
+    {"policy/v1beta1", "Eviction", &kEviction},
 };
 
 constexpr std::string_view kMagic{"k8s\0", 4};
@@ -1178,18 +1194,15 @@ const DecodableKind* FindDecodable(std::string_view api_version, std::string_vie
   return nullptr;
 }
 
-}  // namespace
+// A body's runtime.Unknown envelope: the TypeMeta it names ("" where it leaves one out) and the
+// object's message.
+struct Envelope {
+  std::string api_version;
+  std::string kind;
+  std::string_view raw;
+};
 
-std::vector<std::string> ProtobufDecodableKinds() {
-  std::vector<std::string> kinds;
-  for (const DecodableKind& entry : kDecodableKinds) {
-    kinds.push_back(std::string(entry.api_version) + " " + std::string(entry.kind));
-  }
-  return kinds;
-}
-
-nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_version, std::string_view kind) {
-  const Decoder decoder{std::string(kind)};
+Envelope ReadEnvelope(std::string_view body, const Decoder& decoder) {
   if (body.size() < kMagic.size() || body.substr(0, kMagic.size()) != kMagic) {
     throw BadRequest("a " + std::string(kProtobufMediaType) +
                      " body must start with the 4 bytes \"k8s\\x00\", then a runtime.Unknown envelope");
@@ -1199,7 +1212,7 @@ nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_
   }
   // runtime.Unknown: typeMeta 1, raw 2, contentEncoding 3, contentType 4.
   nlohmann::json type_meta = {{"apiVersion", ""}, {"kind", ""}};
-  std::string_view raw;
+  Envelope envelope;
   std::string content_encoding;
   std::string content_type;
   WireReader reader(body.substr(kMagic.size()));
@@ -1220,29 +1233,12 @@ nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_
     if (number == 1) {
       type_meta = decoder.Message(payload, kTypeMeta, "", 0);
     } else if (number == 2) {
-      raw = payload;
+      envelope.raw = payload;
     } else if (number == 3) {
       content_encoding = decoder.Text(payload, "");
     } else {
       content_type = decoder.Text(payload, "");
     }
-  }
-  // As kube-apiserver does, an envelope without apiVersion or kind takes the URL's.
-  std::string data_api_version = type_meta["apiVersion"].get<std::string>();
-  std::string data_kind = type_meta["kind"].get<std::string>();
-  if (data_api_version.empty()) {
-    data_api_version = api_version;
-  }
-  if (data_kind.empty()) {
-    data_kind = kind;
-  }
-  if (data_api_version != api_version) {
-    throw BadRequest("the API version in the data (" + data_api_version +
-                     ") does not match the expected API version (" + std::string(api_version) + ")");
-  }
-  if (data_kind != kind) {
-    throw BadRequest("the kind in the data (" + data_kind + ") does not match the expected kind (" + std::string(kind) +
-                     ")");
   }
   if (!content_encoding.empty()) {
     throw BadRequest("the protobuf envelope's contentEncoding \"" + content_encoding +
@@ -1252,6 +1248,44 @@ nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_
     throw BadRequest("the protobuf envelope's contentType \"" + content_type + "\" is not " +
                      std::string(kProtobufMediaType));
   }
+  envelope.api_version = type_meta["apiVersion"].get<std::string>();
+  envelope.kind = type_meta["kind"].get<std::string>();
+  return envelope;
+}
+
+// An envelope without a kind takes the expected one; another kind is a 400.
+void RequireKind(Envelope& envelope, std::string_view kind) {
+  if (envelope.kind.empty()) {
+    envelope.kind = kind;
+  }
+  if (envelope.kind != kind) {
+    throw BadRequest("the kind in the data (" + envelope.kind + ") does not match the expected kind (" +
+                     std::string(kind) + ")");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ProtobufDecodableKinds() {
+  std::vector<std::string> kinds;
+  for (const DecodableKind& entry : kDecodableKinds) {
+    kinds.push_back(std::string(entry.api_version) + " " + std::string(entry.kind));
+  }
+  return kinds;
+}
+
+nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_version, std::string_view kind) {
+  const Decoder decoder{std::string(kind)};
+  Envelope envelope = ReadEnvelope(body, decoder);
+  // As kube-apiserver does, an envelope without apiVersion or kind takes the URL's.
+  if (envelope.api_version.empty()) {
+    envelope.api_version = api_version;
+  }
+  if (envelope.api_version != api_version) {
+    throw BadRequest("the API version in the data (" + envelope.api_version +
+                     ") does not match the expected API version (" + std::string(api_version) + ")");
+  }
+  RequireKind(envelope, kind);
   const DecodableKind* decodable = FindDecodable(api_version, kind);
   if (!decodable) {
     std::string known;
@@ -1263,10 +1297,41 @@ nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_
                        std::string(kProtobufMediaType) + "; it decodes these kinds as protobuf: " + known +
                        "; send the object as application/json, which it always accepts");
   }
-  nlohmann::json object = decoder.Message(raw, *decodable->message, "", 0);
-  object["apiVersion"] = data_api_version;
-  object["kind"] = data_kind;
+  nlohmann::json object = decoder.Message(envelope.raw, *decodable->message, "", 0);
+  object["apiVersion"] = envelope.api_version;
+  object["kind"] = envelope.kind;
   return object;
+}
+
+nlohmann::json DecodeProtobufEviction(std::string_view body) {
+  const Decoder decoder{"Eviction"};
+  Envelope envelope = ReadEnvelope(body, decoder);
+  if (envelope.api_version.empty()) {
+    envelope.api_version = "policy/v1";
+  }
+  // The eviction subresource accepts both versions (eviction.h), in protobuf as in JSON.
+  if (envelope.api_version != "policy/v1" && envelope.api_version != "policy/v1beta1") {
+    throw BadRequest("the API version in the data (" + envelope.api_version +
+                     ") does not match the expected API version (policy/v1)");
+  }
+  RequireKind(envelope, "Eviction");
+  nlohmann::json eviction = decoder.Message(envelope.raw, kEviction, "", 0);
+  eviction["apiVersion"] = envelope.api_version;
+  eviction["kind"] = envelope.kind;
+  return eviction;
+}
+
+nlohmann::json DecodeProtobufDeleteOptions(std::string_view body) {
+  const Decoder decoder{"DeleteOptions"};
+  Envelope envelope = ReadEnvelope(body, decoder);
+  RequireKind(envelope, "DeleteOptions");
+  // The server registers DeleteOptions unversioned, so any apiVersion in the envelope decodes.
+  nlohmann::json options = decoder.Message(envelope.raw, kDeleteOptions, "", 0);
+  if (!envelope.api_version.empty()) {
+    options["apiVersion"] = envelope.api_version;
+  }
+  options["kind"] = envelope.kind;
+  return options;
 }
 
 }  // namespace ringleader::devcluster

@@ -31,6 +31,16 @@ inline constexpr std::string_view kProtobufMediaType = "application/vnd.kubernet
 // Every length is checked against the bytes left before anything is read or allocated.
 nlohmann::json DecodeProtobufObject(std::string_view body, std::string_view api_version, std::string_view kind);
 
+// A policy/v1 (or policy/v1beta1, which the eviction subresource also accepts) Eviction, as kubectl
+// drain posts it to pods/NAME/eviction; an envelope without apiVersion is policy/v1. Another API
+// version or kind is a 400, worded as for a JSON Eviction.
+nlohmann::json DecodeProtobufEviction(std::string_view body);
+
+// The DeleteOptions of a DELETE (kubectl drain sends them so when it cannot evict). Any apiVersion
+// in the envelope decodes, as the server registers DeleteOptions in every version; a kind other
+// than DeleteOptions is a 400.
+nlohmann::json DecodeProtobufDeleteOptions(std::string_view body);
+
 // "apiVersion kind" of every kind DecodeProtobufObject decodes, e.g. "v1 Namespace", "apps/v1 Deployment".
 std::vector<std::string> ProtobufDecodableKinds();
 

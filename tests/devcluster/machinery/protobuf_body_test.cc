@@ -328,6 +328,58 @@ TEST(ProtobufBodyTest, ListsTheKindsItDecodes) {
   }
 }
 
+// ---- DeleteOptions and Eviction, as kubectl drain sends them.
+
+// kubectl drain node-b --disable-eviction --force --grace-period=3 (kubectl v1.32.4, -v=8 dump).
+TEST(ProtobufDeleteOptionsTest, KubectlDrainsDeleteBodyDecodes) {
+  const std::string body = Unhex("6b3873000a130a027631120d44656c6574654f7074696f6e73120208031a002200");
+  EXPECT_EQ(DecodeProtobufDeleteOptions(body),
+            json::parse(R"({"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 3})"));
+}
+
+TEST(ProtobufDeleteOptionsTest, EveryFieldWithPointersKeepingZeroValues) {
+  const std::string raw = VarintField(1, 0) + Field(2, Field(1, "u-1") + Field(2, "")) + VarintField(3, 0) +
+                          Field(4, "Foreground") + Field(5, "All");
+  EXPECT_EQ(DecodeProtobufDeleteOptions(Envelope("meta.k8s.io/v1", "DeleteOptions", raw)),
+            json::parse(R"({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0,
+                            "preconditions": {"uid": "u-1", "resourceVersion": ""}, "orphanDependents": false,
+                            "propagationPolicy": "Foreground", "dryRun": ["All"]})"));
+}
+
+TEST(ProtobufDeleteOptionsTest, AnyApiVersionDecodesButNotAnotherKind) {
+  const json options = DecodeProtobufDeleteOptions(Envelope("policy/v1", "DeleteOptions", VarintField(1, 5)));
+  EXPECT_EQ(options["gracePeriodSeconds"], 5);
+  try {
+    DecodeProtobufDeleteOptions(Envelope("v1", "Pod", ""));
+    ADD_FAILURE() << "a Pod decoded as DeleteOptions";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.code, 400);
+    EXPECT_EQ(error.message, "the kind in the data (Pod) does not match the expected kind (DeleteOptions)");
+  }
+}
+
+// The Eviction kubectl drain posts (it sends JSON today; client-go's protobuf form of the same).
+TEST(ProtobufEvictionTest, MetadataAndDeleteOptionsDecodeToTheJsonForm) {
+  const std::string raw = Field(1, Field(1, "q") + Field(3, "default")) + Field(2, VarintField(1, 3));
+  EXPECT_EQ(DecodeProtobufEviction(Envelope("policy/v1", "Eviction", raw)),
+            json::parse(R"({"apiVersion": "policy/v1", "kind": "Eviction",
+                            "metadata": {"name": "q", "namespace": "default", "creationTimestamp": null},
+                            "deleteOptions": {"gracePeriodSeconds": 3}})"));
+  const json bare = DecodeProtobufEviction(Envelope("policy/v1beta1", "Eviction", Field(1, Field(1, "q"))));
+  EXPECT_EQ(bare["apiVersion"], "policy/v1beta1");
+  EXPECT_FALSE(bare.contains("deleteOptions"));
+}
+
+TEST(ProtobufEvictionTest, AnotherApiVersionIsRefusedAsForAJsonEviction) {
+  try {
+    DecodeProtobufEviction(Envelope("v1", "Eviction", ""));
+    ADD_FAILURE() << "a v1 Eviction decoded";
+  } catch (const ApiError& error) {
+    EXPECT_EQ(error.code, 400);
+    EXPECT_EQ(error.message, "the API version in the data (v1) does not match the expected API version (policy/v1)");
+  }
+}
+
 // ---- Refusals.
 
 TEST(ProtobufBodyTest, KindWithoutATableIs415NamingItAndTheDecodedKinds) {

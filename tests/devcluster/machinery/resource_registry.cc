@@ -88,6 +88,12 @@ json PodStatus(const json& pod) {
   if (std::string status_reason = String(pod, {"status", "reason"}); !status_reason.empty()) {
     reason = status_reason;
   }
+  // A Pod carrying PodScheduled with reason SchedulingGated reads SchedulingGated.
+  for (const json& condition : Array(pod, {"status", "conditions"})) {
+    if (String(condition, {"type"}) == "PodScheduled" && String(condition, {"reason"}) == "SchedulingGated") {
+      reason = "SchedulingGated";
+    }
+  }
   bool initializing = false;
   const json& init_statuses = Array(pod, {"status", "initContainerStatuses"});
   size_t init_count = Array(pod, {"spec", "initContainers"}).size();
@@ -548,6 +554,16 @@ std::string ResourceInfo::QualifiedKind() const {
   return group.empty() ? kind : kind + "." + group;
 }
 
+std::vector<SubresourceInfo> ResourceInfo::DiscoverySubresources() const {
+  std::vector<SubresourceInfo> all = subresources;
+  if (has_status) {
+    all.push_back({"status", "", "", kind, {"get", "patch", "update"}});
+  }
+  std::sort(all.begin(), all.end(),
+            [](const SubresourceInfo& a, const SubresourceInfo& b) { return a.name < b.name; });
+  return all;
+}
+
 ResourceRegistry ResourceRegistry::WithBuiltins() {
   ResourceRegistry registry;
   auto column = [](std::string name, std::string type, std::string path, std::string description,
@@ -562,7 +578,7 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
                        {column("Status", "string", ".status.phase",
                                "The current lifecycle phase of the namespace."),
                         AgeColumn()}));
-  registry.Add(Builtin(
+  ResourceInfo pods = Builtin(
       "", "Pod", "pods", {"po"}, true, true,
       BuiltinSchema("Pod is a collection of containers that can run on a host.",
                     SpecAndStatus("pod")),
@@ -580,7 +596,11 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
                                 "cluster.",
                 1, [](const json& pod, Time) { return OrNone(String(pod, {"status", "podIP"})); }),
        Computed("Node", "string", "Name of the Node this pod is scheduled onto.", 1,
-                [](const json& pod, Time) { return OrNone(String(pod, {"spec", "nodeName"})); })}));
+                [](const json& pod, Time) { return OrNone(String(pod, {"spec", "nodeName"})); })});
+  // The Pod subresources devcluster serves (eviction.h, pod_logs.h); kubectl drain evicts only
+  // when /api/v1 lists pods/eviction with its group and version, else it deletes.
+  pods.subresources = {{"eviction", "policy", "v1", "Eviction", {"create"}}, {"log", "", "", "Pod", {"get"}}};
+  registry.Add(std::move(pods));
   registry.Add(Builtin(
       "", "Service", "services", {"svc"}, true, true,
       BuiltinSchema("Service is a named abstraction of software service (for example, mysql) "
@@ -655,9 +675,12 @@ ResourceRegistry ResourceRegistry::WithBuiltins() {
                 }),
        column("Message", "string", ".message", "A human-readable description of the event."),
        AgeColumn()}));
-  registry.Add(Builtin("", "ServiceAccount", "serviceaccounts", {"sa"}, true, false,
-                       BuiltinSchema("ServiceAccount binds together a name, a principal that can "
-                                     "be authenticated and authorized, and a set of secrets.")));
+  ResourceInfo service_accounts = Builtin("", "ServiceAccount", "serviceaccounts", {"sa"}, true, false,
+                                          BuiltinSchema("ServiceAccount binds together a name, a principal that "
+                                                        "can be authenticated and authorized, and a set of secrets."));
+  // The TokenRequest API (token_request.h), which kubectl create token posts to.
+  service_accounts.subresources = {{"token", "authentication.k8s.io", "v1", "TokenRequest", {"create"}}};
+  registry.Add(std::move(service_accounts));
   registry.Add(Builtin(
       "", "Node", "nodes", {"no"}, false, true,
       BuiltinSchema("Node is a worker node in Kubernetes.", SpecAndStatus("node")),
@@ -925,11 +948,17 @@ json ResourceRegistry::AggregatedDiscovery(bool core) const {
         if (!info->categories.empty()) {
           resource["categories"] = info->categories;
         }
-        if (info->has_status) {
-          resource["subresources"] = json::array(
-              {{{"subresource", "status"},
-                {"responseKind", kind},
-                {"verbs", json::array({"get", "patch", "update"})}}});
+        json subresources = json::array();
+        for (const SubresourceInfo& sub : info->DiscoverySubresources()) {
+          // A CRD's subresources name their kind in full (apiextensions' discovery); a built-in's
+          // leave out the group and version of a kind that is the resource's own.
+          const bool own = sub.group.empty() && sub.version.empty();
+          json response_kind = own && info->is_custom ? kind : Gvk(sub.group, sub.version, sub.kind);
+          subresources.push_back(
+              {{"subresource", sub.name}, {"responseKind", std::move(response_kind)}, {"verbs", sub.verbs}});
+        }
+        if (!subresources.empty()) {
+          resource["subresources"] = std::move(subresources);
         }
         resource_items.push_back(std::move(resource));
       }

@@ -26,12 +26,26 @@ struct PrinterColumn {
   std::function<nlohmann::json(const nlohmann::json& object, Time now)> compute;
 };
 
+// A subresource as discovery lists it (/api/v1's APIResourceList and aggregated discovery), in
+// kube-apiserver's words: pods/eviction takes a policy/v1 Eviction, pods/log answers for a Pod.
+struct SubresourceInfo {
+  std::string name;  // "eviction"
+  // The kind's group and version when they are not the resource's own ("policy", "v1"); empty
+  // otherwise, as the server leaves them (only a storage that names its kind sets them).
+  std::string group, version;
+  std::string kind;
+  std::vector<std::string> verbs;
+};
+
 struct ResourceInfo {
   std::string group;  // "" for core
   std::string version, kind, list_kind, plural, singular;
   std::vector<std::string> short_names, categories;
   bool namespaced = true;
   bool has_status = false;
+  // Subresources other than status that devcluster serves (pods/eviction, pods/log,
+  // serviceaccounts/token), for discovery.
+  std::vector<SubresourceInfo> subresources;
   // openAPIV3Schema. Built-ins get a permissive object schema (unknown fields preserved) with
   // the few typed, described fields kubectl explain shows.
   nlohmann::json schema;
@@ -44,6 +58,8 @@ struct ResourceInfo {
   std::string GroupVersion() const;   // "v1" or "apps/v1"
   std::string GroupResource() const;  // "pods" or "trainingjobs.ringleader.dev"
   std::string QualifiedKind() const;  // "Pod" or "TrainingJob.ringleader.dev" (for Invalid())
+  // Every subresource discovery lists, status included, sorted by name as the server lists them.
+  std::vector<SubresourceInfo> DiscoverySubresources() const;
 };
 
 class ResourceRegistry {

@@ -501,8 +501,14 @@ TEST(DiscoveryTest, CoreGroupListsItsResources) {
   EXPECT_THAT(pods["verbs"].get<std::vector<std::string>>(),
               ElementsAre("create", "delete", "deletecollection", "get", "list", "patch",
                           "update", "watch"));
-  EXPECT_EQ(pods["subresources"][0]["subresource"], "status");
-  EXPECT_EQ(pods["subresources"][0]["responseKind"]["kind"], "Pod");
+  // As kube-apiserver lists them: by name, a kind of the resource's own group without group and
+  // version, the Eviction with policy/v1.
+  EXPECT_EQ(pods["subresources"], json::parse(R"([
+    {"subresource": "eviction", "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+     "verbs": ["create"]},
+    {"subresource": "log", "responseKind": {"group": "", "version": "", "kind": "Pod"}, "verbs": ["get"]},
+    {"subresource": "status", "responseKind": {"group": "", "version": "", "kind": "Pod"},
+     "verbs": ["get", "patch", "update"]}])"));
   EXPECT_EQ(nodes["scope"], "Cluster");
 }
 
@@ -527,6 +533,9 @@ TEST(DiscoveryTest, ApisListsOtherGroupsAndNewCrdsWithPreferredVersionFirst) {
   EXPECT_EQ(resource["responseKind"]["group"], "example.com");
   EXPECT_EQ(resource["shortNames"], json::array({"wg"}));
   EXPECT_FALSE(widgets["versions"][1]["resources"][0].contains("subresources"));
+  // A CRD's status names its kind in full, as apiextensions' discovery does.
+  EXPECT_EQ(resource["subresources"][0]["responseKind"],
+            json({{"group", "example.com"}, {"version", "v1"}, {"kind", "Widget"}}));
 }
 
 TEST(OpenApiTest, IndexListsEveryGroupVersionWithAContentHash) {
@@ -704,7 +713,14 @@ TEST(BuiltinColumnsTest, PodStatusCases) {
                 "Init:0/1"},
            Case{R"({"metadata": {"deletionTimestamp": "2024-05-01T12:00:00Z"},
                   "status": {"phase": "Running"}})",
-                "Terminating"}}) {
+                "Terminating"},
+           // kubectl's printer: PodScheduled with reason SchedulingGated names the status.
+           Case{R"({"spec": {"schedulingGates": [{"name": "example.com/quota"}]}, "status": {"phase": "Pending",
+                  "conditions": [{"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}]}})",
+                "SchedulingGated"},
+           Case{R"({"status": {"phase": "Pending",
+                  "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}})",
+                "Pending"}}) {
     json table = BuildTable(pods, {json::parse(c.pod)}, Time(), "1", false);
     EXPECT_EQ(table["rows"][0]["cells"][2], c.status) << c.pod;
   }
