@@ -125,6 +125,40 @@ void FakeCluster::SetPhase(const std::string& pod, const std::string& phase) {
   }
 }
 
+std::vector<std::string> FakeCluster::PodNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, pod] : pods_) {
+    names.push_back(name);
+  }
+  return names;
+}
+
+std::string FakeCluster::ConditionMessage(const std::string& type) const {
+  const nlohmann::json* condition = FindCondition(job_, type);
+  return condition == nullptr ? "<no " + type + " condition>" : condition->value("message", "");
+}
+
+std::string FakeCluster::ConditionReason(const std::string& type) const {
+  const nlohmann::json* condition = FindCondition(job_, type);
+  return condition == nullptr ? "<no " + type + " condition>" : condition->value("reason", "");
+}
+
+std::vector<std::string> FakeCluster::EventMessages(const std::string& reason) const {
+  std::vector<std::string> out;
+  for (const RecordEvent& event : events_) {
+    if (event.reason == reason) {
+      out.push_back(event.message);
+    }
+  }
+  return out;
+}
+
+void FakeCluster::StartRunning(api::Time now) {
+  ReconcileUntilStable(now);
+  SetAllPhases("Running");  // the fake passes each Pod's preflight on the way
+  ReconcileUntilStable(now);
+}
+
 std::string FakeCluster::CurrentPod(int rank) const {
   const api::TrainingJob job = Job();
   return PodName(job, rank, job.status.restarts);

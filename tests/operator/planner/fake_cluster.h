@@ -45,6 +45,17 @@ class FakeCluster {
 
   // The name of rank `rank`'s Pod in the job's current attempt (status.restarts).
   std::string CurrentPod(int rank) const;
+  // Every Pod's name, sorted.
+  std::vector<std::string> PodNames() const;
+  const nlohmann::json& status() { return job_["status"]; }
+  // A condition's message or reason, or "<no TYPE condition>" (readable in a failed expectation).
+  std::string ConditionMessage(const std::string& type) const;
+  std::string ConditionReason(const std::string& type) const;
+  // The messages of the Events recorded with `reason`, in order.
+  std::vector<std::string> EventMessages(const std::string& reason) const;
+
+  // Brings a new job to all Pods created and running with passed preflights.
+  void StartRunning(api::Time now);
 
   // Kubelet-like drivers. A Pod set Running or Succeeded has its init containers done: the
   // sidecar started (unless its status was set already) and the preflight exited 0.

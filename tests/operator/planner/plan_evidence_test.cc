@@ -34,27 +34,6 @@ json Job(int replicas, int backoff_limit = 3, int initial_backoff = 0) {
   return job;
 }
 
-void StartRunning(FakeCluster& cluster, api::Time now) {
-  cluster.ReconcileUntilStable(now);
-  cluster.SetAllPhases("Running");
-  cluster.ReconcileUntilStable(now);
-}
-
-const json& Status(FakeCluster& cluster) { return cluster.job_json()["status"]; }
-
-std::string Message(FakeCluster& cluster, const std::string& type) {
-  const json* condition = FindCondition(cluster.job_json(), type);
-  return condition == nullptr ? "<no " + type + " condition>" : (*condition)["message"].get<std::string>();
-}
-
-std::vector<std::string> PodNames(const FakeCluster& cluster) {
-  std::vector<std::string> names;
-  for (const auto& [name, pod] : cluster.pods()) {
-    names.push_back(name);
-  }
-  return names;
-}
-
 std::vector<std::string> DeletedPods(const Plan& plan) {
   std::vector<std::string> names;
   for (const Action& action : plan.actions) {
@@ -87,11 +66,11 @@ void TrainerExitedSidecarStopping(FakeCluster& cluster, const std::string& pod) 
 
 TEST(EvidenceTest, PodNamesCarryTheAttemptFromTheFirstRestartOnWhileDnsNamesStay) {
   FakeCluster cluster(Job(2));
-  StartRunning(cluster, At(0));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0", "demo-1"));
+  cluster.StartRunning(At(0));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0", "demo-1"));
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0-attempt-1", "demo-1", "demo-1-attempt-1"));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0-attempt-1", "demo-1", "demo-1-attempt-1"));
   for (const int rank : {0, 1}) {
     const std::string name = "demo-" + std::to_string(rank) + "-attempt-1";
     const json& pod = cluster.pods().at(name);
@@ -102,7 +81,7 @@ TEST(EvidenceTest, PodNamesCarryTheAttemptFromTheFirstRestartOnWhileDnsNamesStay
     EXPECT_EQ(pod["spec"]["subdomain"], "demo") << name;
     EXPECT_EQ(EnvValue(pod["spec"]["containers"][0], "MASTER_ADDR"), "demo-0.demo.default.svc.cluster.local");
   }
-  EXPECT_EQ(Status(cluster)["masterAddr"], "demo-0.demo.default.svc.cluster.local");
+  EXPECT_EQ(cluster.status()["masterAddr"], "demo-0.demo.default.svc.cluster.local");
 }
 
 // The longest job name validation admits still gives valid Pod names (DNS subdomains, 253
@@ -126,11 +105,11 @@ TEST(EvidenceTest, AttemptNamesFitTheLongestJobName) {
 
 TEST(EvidenceTest, ARestartKeepsTheFailedRanksPodAndDeletesTheOthers) {
   FakeCluster cluster(Job(4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-2", 137, "OOMKilled");
   const Plan restart = cluster.Reconcile(At(1));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-0", "demo-1", "demo-3"));
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("; pod demo-2 kept for kubectl logs"));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("; pod demo-2 kept for kubectl logs"));
   const auto event = std::find_if(cluster.events().rbegin(), cluster.events().rend(),
                                   [](const RecordEvent& e) { return e.reason == "Restarting"; });
   ASSERT_NE(event, cluster.events().rend());
@@ -139,22 +118,22 @@ TEST(EvidenceTest, ARestartKeepsTheFailedRanksPodAndDeletesTheOthers) {
   cluster.ReconcileUntilStable(At(1));
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(2));
-  EXPECT_EQ(Status(cluster)["state"], "Running");
+  EXPECT_EQ(cluster.status()["state"], "Running");
   EXPECT_EQ(cluster.pods().at("demo-2")["status"]["phase"], "Failed");
-  EXPECT_EQ(Status(cluster)["replicas"]["failed"], 0);
-  EXPECT_EQ(Status(cluster)["replicas"]["active"], 4);
+  EXPECT_EQ(cluster.status()["replicas"]["failed"], 0);
+  EXPECT_EQ(cluster.status()["replicas"]["active"], 4);
 }
 
 TEST(EvidenceTest, TheEarliestFailureIsKeptAndNamedFirst) {
   FakeCluster cluster(Job(4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-1", 1, "Error");
   SetFinishedAt(cluster, "demo-1", 8);  // lost its peer
   cluster.FailContainer("demo-3", 3, "Error");
   SetFinishedAt(cluster, "demo-3", 5);  // the cause
   const Plan restart = cluster.Reconcile(At(10));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-0", "demo-1", "demo-2"));
-  const std::string message = Message(cluster, "Restarting");
+  const std::string message = cluster.ConditionMessage("Restarting");
   EXPECT_THAT(message, ::testing::StartsWith("rank 3 (pod demo-3) container trainer exited with code 3 (Error); "
                                              "rank 1 (pod demo-1)"));
   EXPECT_THAT(message, HasSubstr("; pod demo-3 kept for kubectl logs"));
@@ -164,37 +143,37 @@ TEST(EvidenceTest, TheEarliestFailureIsKeptAndNamedFirst) {
 // brought the other down, so both Pods stay.
 TEST(EvidenceTest, FailuresInTheSameSecondAreAllKept) {
   FakeCluster cluster(Job(4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   SetFinishedAt(cluster, "demo-0", 5);  // lost its peer, in the same second
   cluster.FailContainer("demo-2", 3, "Error");
   SetFinishedAt(cluster, "demo-2", 5);  // the cause
   const Plan restart = cluster.Reconcile(At(10));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-1", "demo-3"));
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("; pods demo-0, demo-2 kept for kubectl logs"));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("; pods demo-0, demo-2 kept for kubectl logs"));
   cluster.ReconcileUntilStable(At(20));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0", "demo-0-attempt-1", "demo-1-attempt-1", "demo-2",
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0", "demo-0-attempt-1", "demo-1-attempt-1", "demo-2",
                                              "demo-2-attempt-1", "demo-3-attempt-1"));
 }
 
 // Its trainers still run: kept, it would hold its GPUs and ports through the next attempt.
 TEST(EvidenceTest, APodWhoseOnlyItsSidecarFailedIsDeleted) {
   FakeCluster cluster(Job(2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.pod("demo-1")["status"]["containerStatuses"] =
       json::array({{{"name", "trainer"}, {"state", {{"running", json::object()}}}}});
   cluster.FailSidecar("demo-1", 1, "failed: monitor: wrong data from rank 0");
   const Plan restart = cluster.Reconcile(At(1));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-0", "demo-1"));
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("rank 1 (pod demo-1) sidecar failed"));
-  EXPECT_THAT(Message(cluster, "Restarting"), Not(HasSubstr("kept")));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("rank 1 (pod demo-1) sidecar failed"));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), Not(HasSubstr("kept")));
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0-attempt-1", "demo-1-attempt-1"));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0-attempt-1", "demo-1-attempt-1"));
 }
 
 TEST(EvidenceTest, TheFourthRestartDeletesTheOldestKeptPod) {
   FakeCluster cluster(Job(2, 10));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   std::vector<std::string> kept;
   for (int attempt = 0; attempt < 4; ++attempt) {
     SCOPED_TRACE("attempt " + std::to_string(attempt));
@@ -211,10 +190,10 @@ TEST(EvidenceTest, TheFourthRestartDeletesTheOldestKeptPod) {
     cluster.ReconcileUntilStable(At(attempt * 10 + 1));
     cluster.SetAllPhases("Running");
     cluster.ReconcileUntilStable(At(attempt * 10 + 2));
-    ASSERT_EQ(Status(cluster)["state"], "Running");
+    ASSERT_EQ(cluster.status()["state"], "Running");
   }
   EXPECT_THAT(kept, ElementsAre("demo-1", "demo-1-attempt-1", "demo-1-attempt-2", "demo-1-attempt-3"));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0-attempt-4", "demo-1-attempt-1", "demo-1-attempt-2",
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0-attempt-4", "demo-1-attempt-1", "demo-1-attempt-2",
                                              "demo-1-attempt-3", "demo-1-attempt-4"));
 }
 
@@ -223,10 +202,10 @@ TEST(EvidenceTest, TheFourthRestartDeletesTheOldestKeptPod) {
 TEST(EvidenceTest, TheNewAttemptWaitsForDeletedPodsButNotForTheKeptOne) {
   FakeCluster cluster(Job(2));
   cluster.set_graceful_deletion(true);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   TrainerExitedSidecarStopping(cluster, "demo-1");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("; pod demo-1 kept for kubectl logs"));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("; pod demo-1 kept for kubectl logs"));
   EXPECT_FALSE(cluster.pods().at("demo-1")["metadata"].contains("deletionTimestamp"));
   ASSERT_TRUE(cluster.pods().at("demo-0")["metadata"].contains("deletionTimestamp"));
 
@@ -243,19 +222,19 @@ TEST(EvidenceTest, TheNewAttemptWaitsForDeletedPodsButNotForTheKeptOne) {
 // are released without waiting for it.
 TEST(EvidenceTest, AFinishedJobReleasesItsPortsWithKeptPodsPresent) {
   FakeCluster cluster(Job(2, 1));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   TrainerExitedSidecarStopping(cluster, "demo-1");
   cluster.ReconcileUntilStable(At(1));
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(2));
-  ASSERT_EQ(Status(cluster)["state"], "Running");
+  ASSERT_EQ(cluster.status()["state"], "Running");
   ASSERT_EQ(cluster.pods().at("demo-1")["status"]["phase"], "Running");
 
   cluster.FailContainer("demo-0-attempt-1", 1, "Error");
   cluster.ReconcileUntilStable(At(3));
-  EXPECT_EQ(Status(cluster)["state"], "Failed");
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0-attempt-1", "demo-1"));
-  EXPECT_EQ(Status(cluster)["portsReleased"], true);
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0-attempt-1", "demo-1"));
+  EXPECT_EQ(cluster.status()["portsReleased"], true);
   EXPECT_FALSE(cluster.ledger().Find("job-uid-1").has_value());
 }
 
@@ -263,17 +242,17 @@ TEST(EvidenceTest, ASucceededJobKeepsItsEvidenceUntilTheTtlDeletesTheJob) {
   json job = Job(2);
   job["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 60;
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   cluster.SetAllPhases("Succeeded");
   cluster.ReconcileUntilStable(At(2));
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Status(cluster)["replicas"]["succeeded"], 2);
-  EXPECT_EQ(Status(cluster)["replicas"]["failed"], 0);
-  EXPECT_EQ(Status(cluster)["portsReleased"], true);
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.status()["replicas"]["succeeded"], 2);
+  EXPECT_EQ(cluster.status()["replicas"]["failed"], 0);
+  EXPECT_EQ(cluster.status()["portsReleased"], true);
   cluster.ReconcileUntilStable(At(61));
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0", "demo-0-attempt-1", "demo-1-attempt-1"));
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0", "demo-0-attempt-1", "demo-1-attempt-1"));
   EXPECT_FALSE(cluster.job_deleted());
   cluster.Reconcile(At(62));
   EXPECT_TRUE(cluster.job_deleted()) << "garbage collection takes the kept Pods with the job";
@@ -281,7 +260,7 @@ TEST(EvidenceTest, ASucceededJobKeepsItsEvidenceUntilTheTtlDeletesTheJob) {
 
 TEST(EvidenceTest, SuspendDeletesTheKeptPodsToo) {
   FakeCluster cluster(Job(2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   ASSERT_TRUE(cluster.pods().contains("demo-0"));

@@ -41,34 +41,6 @@ json ExitCodeRule(const std::string& action, const std::string& op, std::vector<
 
 json NoBackoff() { return {{"initialSeconds", 0}}; }
 
-void StartRunning(FakeCluster& cluster, api::Time now) {
-  cluster.ReconcileUntilStable(now);
-  cluster.SetAllPhases("Running");
-  cluster.ReconcileUntilStable(now);
-}
-
-const json& Status(FakeCluster& cluster) { return cluster.job_json()["status"]; }
-
-std::string Message(FakeCluster& cluster, const std::string& type) {
-  const json* condition = FindCondition(cluster.job_json(), type);
-  return condition == nullptr ? "<no " + type + " condition>" : (*condition)["message"].get<std::string>();
-}
-
-std::string Reason(FakeCluster& cluster, const std::string& type) {
-  const json* condition = FindCondition(cluster.job_json(), type);
-  return condition == nullptr ? "<no " + type + " condition>" : (*condition)["reason"].get<std::string>();
-}
-
-std::vector<std::string> EventMessages(const FakeCluster& cluster, const std::string& reason) {
-  std::vector<std::string> out;
-  for (const RecordEvent& event : cluster.events()) {
-    if (event.reason == reason) {
-      out.push_back(event.message);
-    }
-  }
-  return out;
-}
-
 int CreatedPods(const Plan& plan) {
   return static_cast<int>(std::count_if(plan.actions.begin(), plan.actions.end(), [](const Action& action) {
     const auto* create = std::get_if<CreateObject>(&action);
@@ -78,26 +50,26 @@ int CreatedPods(const Plan& plan) {
 
 TEST(FailurePolicyTest, AnExitCodeFailJobRuleFailsTheJobAtOnceNamingTheRuleAndTheRank) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {3, 42})})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-1", 42, "Error");
   cluster.ReconcileUntilStable(At(5));
 
-  EXPECT_EQ(Status(cluster)["state"], "Failed");
-  EXPECT_EQ(Reason(cluster, "Failed"), "FailJobRule");
-  const std::string message = Message(cluster, "Failed");
+  EXPECT_EQ(cluster.status()["state"], "Failed");
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "FailJobRule");
+  const std::string message = cluster.ConditionMessage("Failed");
   EXPECT_THAT(message, HasSubstr("rank 1 (pod demo-1) container trainer exited with code 42 (Error)"));
   EXPECT_THAT(message, HasSubstr("spec.runPolicy.failurePolicy.rules[0] (FailJob on exit codes In [3, 42]) "
                                  "matched: container trainer exited with code 42"));
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
-  EXPECT_FALSE(Status(cluster).contains("nextRestartTime"));
+  EXPECT_EQ(cluster.status()["restarts"], 0);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
+  EXPECT_FALSE(cluster.status().contains("nextRestartTime"));
   // The failed Pod stays for its logs; the others are stopped.
   ASSERT_EQ(cluster.pods().size(), 1u);
   EXPECT_EQ(cluster.pods().begin()->first, "demo-1");
-  const std::vector<std::string> failed = EventMessages(cluster, "Failed");
+  const std::vector<std::string> failed = cluster.EventMessages("Failed");
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_THAT(failed[0], HasSubstr("FailJobRule: rank 1 (pod demo-1)"));
-  EXPECT_TRUE(EventMessages(cluster, "Restarting").empty());
+  EXPECT_TRUE(cluster.EventMessages("Restarting").empty());
 }
 
 TEST(FailurePolicyTest, ExitCodeRulesMatchByOperatorAndContainer) {
@@ -123,14 +95,14 @@ TEST(FailurePolicyTest, ExitCodeRulesMatchByOperatorAndContainer) {
     json job = JobWithPolicy(2, {{"rules", json::array({test.rule})}});
     job["spec"]["template"]["spec"]["containers"].push_back({{"name", "helper"}, {"image", "busybox"}});
     FakeCluster cluster(job);
-    StartRunning(cluster, At(0));
+    cluster.StartRunning(At(0));
     if (test.container == "ringleader-preflight") {
       cluster.FailPreflight("demo-1", test.code, "bandwidth below the floor");
     } else {
       cluster.FailContainer("demo-1", test.code, "Error", test.container);
     }
     cluster.Reconcile(At(1));
-    EXPECT_EQ(Status(cluster)["state"], test.state) << Status(cluster).dump(2);
+    EXPECT_EQ(cluster.status()["state"], test.state) << cluster.status().dump(2);
   }
 }
 
@@ -138,89 +110,89 @@ TEST(FailurePolicyTest, TheFirstMatchingRuleDecides) {
   FakeCluster cluster(JobWithPolicy(
       2, {{"rules", json::array({ExitCodeRule("Ignore", "In", {42}), ExitCodeRule("FailJob", "NotIn", {1})})},
           {"restartBackoff", NoBackoff()}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 42, "Error");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(Status(cluster)["state"], "Restarting");
-  EXPECT_EQ(Reason(cluster, "Restarting"), "IgnoreRule");
-  EXPECT_THAT(Message(cluster, "Restarting"),
+  EXPECT_EQ(cluster.status()["state"], "Restarting");
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "IgnoreRule");
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"),
               HasSubstr("not counted against backoffLimit: spec.runPolicy.failurePolicy.rules[0] (Ignore on exit "
                         "codes In [42]) matched container trainer exited with code 42; 0 of 3 restarts used"));
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
 }
 
 TEST(FailurePolicyTest, AFailJobVerdictWinsOverARestartInTheSamePass) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {3})})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");  // lost its peer
   cluster.FailContainer("demo-2", 3, "Error");  // the cause
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(Reason(cluster, "Failed"), "FailJobRule");
-  EXPECT_THAT(Message(cluster, "Failed"), HasSubstr("rank 2 (pod demo-2)"));
-  EXPECT_THAT(Message(cluster, "Failed"), Not(HasSubstr("demo-0")));
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "FailJobRule");
+  EXPECT_THAT(cluster.ConditionMessage("Failed"), HasSubstr("rank 2 (pod demo-2)"));
+  EXPECT_THAT(cluster.ConditionMessage("Failed"), Not(HasSubstr("demo-0")));
 }
 
 // The kubelets report each rank on their own, so a rank that lost its peer is often seen failed
 // before the peer whose exit code a FailJob rule names.
 TEST(FailurePolicyTest, ARestartWaitsBrieflyForThePeersFailureThatARuleMayJudge) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   const auto fail_at = [&cluster](const std::string& pod, int code, int at) {
     cluster.FailContainer(pod, code, "Error");
     cluster.pod(pod)["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(at));
   };
   fail_at("demo-0", 1, 10);
   const Plan waiting = cluster.Reconcile(At(11));
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
-  EXPECT_EQ(Status(cluster)["state"], "Running");
+  EXPECT_EQ(cluster.status()["restarts"], 0);
+  EXPECT_EQ(cluster.status()["state"], "Running");
   ASSERT_TRUE(waiting.requeue_after.has_value());
   EXPECT_EQ(*waiting.requeue_after, seconds(4)) << "5 s after the first failure";
-  EXPECT_EQ(Status(cluster)["replicas"]["failed"], 1);
+  EXPECT_EQ(cluster.status()["replicas"]["failed"], 1);
 
   fail_at("demo-1", 42, 11);
   cluster.ReconcileUntilStable(At(12));
-  EXPECT_EQ(Reason(cluster, "Failed"), "FailJobRule");
-  EXPECT_THAT(Message(cluster, "Failed"), HasSubstr("rank 1 (pod demo-1)"));
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "FailJobRule");
+  EXPECT_THAT(cluster.ConditionMessage("Failed"), HasSubstr("rank 1 (pod demo-1)"));
 }
 
 TEST(FailurePolicyTest, TheRestartGoesAheadOnceEveryPodFinishedOrTheWaitIsOver) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.pod("demo-0")["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(10));
   cluster.Reconcile(At(14));
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
+  EXPECT_EQ(cluster.status()["restarts"], 0);
   cluster.Reconcile(At(15));  // demo-1 and demo-2 still run: the wait is over
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Reason(cluster, "Restarting"), "PodFailed");
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodFailed");
 
   FakeCluster finished(JobWithPolicy(2, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
-  StartRunning(finished, At(0));
+  finished.StartRunning(At(0));
   finished.FailContainer("demo-0", 1, "Error");
   finished.pod("demo-0")["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(10));
   finished.SetPhase("demo-1", "Succeeded");
   finished.Reconcile(At(10));
-  EXPECT_EQ(Status(finished)["restarts"], 1) << "every Pod has finished: nothing more to learn";
+  EXPECT_EQ(finished.status()["restarts"], 1) << "every Pod has finished: nothing more to learn";
 }
 
 TEST(FailurePolicyTest, PodConditionRulesMatchTypeAndStatus) {
   const json fail_on_config = {{"action", "FailJob"},
                                {"onPodConditions", json::array({{{"type", "example.com/BadConfig"}}})}};
   FakeCluster cluster(JobWithPolicy(2, {{"rules", json::array({fail_on_config})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.SetPodCondition("demo-1", "example.com/BadConfig", "False");
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.Reconcile(At(1));
-  EXPECT_EQ(Status(cluster)["state"], "Restarting") << "status defaults to True, so False does not match";
+  EXPECT_EQ(cluster.status()["state"], "Restarting") << "status defaults to True, so False does not match";
 
   FakeCluster matched(JobWithPolicy(2, {{"rules", json::array({fail_on_config})}}));
-  StartRunning(matched, At(0));
+  matched.StartRunning(At(0));
   matched.SetPodCondition("demo-1", "example.com/BadConfig", "True", "Checked", "missing dataset");
   matched.FailContainer("demo-1", 1, "Error");
   matched.Reconcile(At(1));
-  EXPECT_EQ(Reason(matched, "Failed"), "FailJobRule");
-  EXPECT_THAT(Message(matched, "Failed"),
+  EXPECT_EQ(matched.ConditionReason("Failed"), "FailJobRule");
+  EXPECT_THAT(matched.ConditionMessage("Failed"),
               HasSubstr("spec.runPolicy.failurePolicy.rules[0] (FailJob on pod condition example.com/BadConfig=True) "
                         "matched: pod condition example.com/BadConfig=True"));
 }
@@ -229,11 +201,11 @@ TEST(FailurePolicyTest, ARuleOnDisruptionTargetOverridesTheIgnoreDefault) {
   const json count_preemption = {{"action", "RestartJob"},
                                  {"onPodConditions", json::array({{{"type", "DisruptionTarget"}}})}};
   FakeCluster cluster(JobWithPolicy(2, {{"rules", json::array({count_preemption})}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.Disrupt("demo-1", "PreemptionByScheduler", "preempted by default/urgent");
   cluster.Reconcile(At(1));
-  EXPECT_EQ(Reason(cluster, "Restarting"), "PodFailed");
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 1);
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodFailed");
+  EXPECT_EQ(cluster.status()["countedRestarts"], 1);
 }
 
 // Preemption, eviction and node drains are nobody's bug: they must not use up backoffLimit.
@@ -241,25 +213,25 @@ TEST(FailurePolicyTest, AnEvictedPodRestartsTheGangWithoutCounting) {
   json job = MinimalJob("demo", 3);
   job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.SetPodCondition("demo-2", "DisruptionTarget", "True", "EvictionByEvictionAPI",
                           "Eviction API: evicting");
   cluster.FailContainer("demo-2", 143, "Error");
   cluster.ReconcileUntilStable(At(1));
 
-  EXPECT_EQ(Status(cluster)["state"], "Restarting");
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
-  EXPECT_EQ(Reason(cluster, "Restarting"), "PodDisrupted");
-  const std::string message = Message(cluster, "Restarting");
+  EXPECT_EQ(cluster.status()["state"], "Restarting");
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodDisrupted");
+  const std::string message = cluster.ConditionMessage("Restarting");
   EXPECT_THAT(message, HasSubstr("rank 2 (pod demo-2) disrupted (DisruptionTarget, EvictionByEvictionAPI): "
                                  "Eviction API: evicting"));
   EXPECT_THAT(message, HasSubstr("not counted against backoffLimit: pod demo-2 was disrupted "
                                  "(DisruptionTarget=True); 0 of 0 restarts used"));
-  EXPECT_EQ(Status(cluster)["disruption"],
+  EXPECT_EQ(cluster.status()["disruption"],
             json({{"attempt", 0}, {"pod", "demo-2"}, {"reason", "EvictionByEvictionAPI"},
                   {"message", "Eviction API: evicting"}}));
-  EXPECT_EQ(EventMessages(cluster, "PodDisrupted").size(), 1u);
+  EXPECT_EQ(cluster.EventMessages("PodDisrupted").size(), 1u);
 }
 
 // The eviction API and preemption delete the Pod: it may never reach phase Failed.
@@ -268,12 +240,12 @@ TEST(FailurePolicyTest, ADisruptedPodBeingDeletedRestartsTheGangWithoutCounting)
   job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
   FakeCluster cluster(job);
   cluster.set_graceful_deletion(true);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.Disrupt("demo-0", "PreemptionByScheduler", "preempted");
   const Plan plan = cluster.Reconcile(At(1));
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
-  EXPECT_EQ(Status(cluster)["state"], "Restarting");
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
+  EXPECT_EQ(cluster.status()["state"], "Restarting");
   EXPECT_EQ(CreatedPods(plan), 0);
 }
 
@@ -281,12 +253,12 @@ TEST(FailurePolicyTest, ADisruptedPodBeingDeletedRestartsTheGangWithoutCounting)
 TEST(FailurePolicyTest, ADisruptedPodWhoseTrainersSucceededIsNoFailure) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.set_graceful_deletion(true);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.SetPhase("demo-0", "Succeeded");
   cluster.Disrupt("demo-0", "DeletionByTaintManager", "node drained");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
-  EXPECT_EQ(Status(cluster)["state"], "Running");
+  EXPECT_EQ(cluster.status()["restarts"], 0);
+  EXPECT_EQ(cluster.status()["state"], "Running");
 }
 
 // Once a rank is disrupted, the others fail for want of it; those failures are Ignored too, even
@@ -295,50 +267,50 @@ TEST(FailurePolicyTest, TheOtherRanksFailuresInADisruptedAttemptAreIgnored) {
   json job = MinimalJob("demo", 3);
   job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   // The condition is set and the delete not yet seen.
   cluster.SetPodCondition("demo-1", "DisruptionTarget", "True", "DeletionByTaintManager", "node drained");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(Status(cluster)["disruption"]["pod"], "demo-1");
-  EXPECT_EQ(Status(cluster)["disruption"]["attempt"], 0);
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
+  EXPECT_EQ(cluster.status()["disruption"]["pod"], "demo-1");
+  EXPECT_EQ(cluster.status()["disruption"]["attempt"], 0);
+  EXPECT_EQ(cluster.status()["restarts"], 0);
 
   cluster.RemovePod("demo-1");
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.FailContainer("demo-2", 1, "Error");
   cluster.Reconcile(At(2));
-  EXPECT_EQ(Status(cluster)["state"], "Restarting") << Status(cluster).dump(2);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
-  EXPECT_EQ(Reason(cluster, "Restarting"), "PodDisrupted");
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("pod demo-1 of the same attempt was disrupted"));
+  EXPECT_EQ(cluster.status()["state"], "Restarting") << cluster.status().dump(2);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodDisrupted");
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("pod demo-1 of the same attempt was disrupted"));
 
   // The next attempt is not disrupted: a failure there counts (and backoffLimit 0 ends the job).
   cluster.ReconcileUntilStable(At(20));
   cluster.SetAllPhases("Running");
   cluster.FailContainer(cluster.CurrentPod(0), 1, "Error");
   cluster.ReconcileUntilStable(At(21));
-  EXPECT_EQ(Reason(cluster, "Failed"), "BackoffLimitExceeded");
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "BackoffLimitExceeded");
 }
 
 TEST(FailurePolicyTest, IgnoredRestartsDoNotUseUpTheBackoffLimit) {
   json job = MinimalJob("demo", 2);
   job["spec"]["runPolicy"] = {{"backoffLimit", 1}, {"failurePolicy", {{"restartBackoff", NoBackoff()}}}};
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.Disrupt("demo-1", "PreemptionByScheduler", "preempted");
   cluster.FailContainer("demo-1", 137, "Error");
   cluster.ReconcileUntilStable(At(1));
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 0);
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
   cluster.FinishDeletions();
   cluster.ReconcileUntilStable(At(1));
 
   cluster.SetAllPhases("Running");
   cluster.FailContainer(cluster.CurrentPod(0), 1, "Error");
   cluster.ReconcileUntilStable(At(2));
-  EXPECT_EQ(Status(cluster)["restarts"], 2);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 1);
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("(restart 1 of 1)"));
+  EXPECT_EQ(cluster.status()["restarts"], 2);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 1);
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("(restart 1 of 1)"));
   // Pods carry the attempt number, which counts every restart.
   for (const int rank : {0, 1}) {
     EXPECT_EQ(cluster.pods().at(cluster.CurrentPod(rank))["metadata"]["labels"]["ringleader.dev/attempt"], "2");
@@ -347,9 +319,9 @@ TEST(FailurePolicyTest, IgnoredRestartsDoNotUseUpTheBackoffLimit) {
   cluster.SetAllPhases("Running");
   cluster.FailContainer(cluster.CurrentPod(1), 1, "Error");
   cluster.ReconcileUntilStable(At(3));
-  EXPECT_EQ(Reason(cluster, "Failed"), "BackoffLimitExceeded");
-  EXPECT_THAT(Message(cluster, "Failed"), HasSubstr("1 of 1 restarts used"));
-  EXPECT_EQ(Status(cluster)["restarts"], 2);
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "BackoffLimitExceeded");
+  EXPECT_THAT(cluster.ConditionMessage("Failed"), HasSubstr("1 of 1 restarts used"));
+  EXPECT_EQ(cluster.status()["restarts"], 2);
 }
 
 TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest) {
@@ -357,7 +329,7 @@ TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest)
   job["spec"]["runPolicy"] = {{"backoffLimit", 5},
                               {"failurePolicy", {{"restartBackoff", {{"initialSeconds", 10}, {"maxSeconds", 25}}}}}};
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
 
   // Restart k waits min(10 x 2^(k-1), 25): 10, 20, 25, 25.
   int now = 100;
@@ -368,13 +340,13 @@ TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest)
     const Plan restart = cluster.Reconcile(At(now));
     ASSERT_TRUE(restart.requeue_after.has_value());
     EXPECT_EQ(*restart.requeue_after, seconds(expected));
-    EXPECT_EQ(Status(cluster)["nextRestartTime"], api::FormatTime(At(now + expected)));
-    const int restarts = Status(cluster)["restarts"];
+    EXPECT_EQ(cluster.status()["nextRestartTime"], api::FormatTime(At(now + expected)));
+    const int restarts = cluster.status()["restarts"];
     const std::string delay = std::to_string(expected) + " s";
-    EXPECT_THAT(Message(cluster, "Restarting"),
+    EXPECT_THAT(cluster.ConditionMessage("Restarting"),
                 HasSubstr("restarting all 2 pods in " + delay + " (restart " + std::to_string(restarts) +
                           " of 5, backoff " + delay + ")"));
-    EXPECT_THAT(EventMessages(cluster, "Restarting").back(),
+    EXPECT_THAT(cluster.EventMessages("Restarting").back(),
                 HasSubstr("PodFailed: rank 1 (pod " + failed + ") container trainer exited with code 1 (Error); "
                           "restarting all 2 pods in " + delay));
     // Only the failed ranks' Pods of the last 3 attempts are left.
@@ -392,35 +364,35 @@ TEST(FailurePolicyTest, BackoffHoldsTheNewAttemptsPodsBackAndRequeuesForTheRest)
     const Plan created = cluster.Reconcile(At(now + expected));
     EXPECT_EQ(CreatedPods(created), 2);
     cluster.ReconcileUntilStable(At(now + expected));
-    EXPECT_FALSE(Status(cluster).contains("nextRestartTime"));
+    EXPECT_FALSE(cluster.status().contains("nextRestartTime"));
     cluster.SetAllPhases("Running");
     cluster.ReconcileUntilStable(At(now + expected));
-    EXPECT_EQ(Status(cluster)["state"], "Running");
+    EXPECT_EQ(cluster.status()["state"], "Running");
     now += expected + 10;
   }
-  EXPECT_EQ(EventMessages(cluster, "Restarting").size(), 4u);
+  EXPECT_EQ(cluster.EventMessages("Restarting").size(), 4u);
 }
 
 TEST(FailurePolicyTest, ZeroInitialSecondsRestartsAtOnce) {
   FakeCluster cluster(JobWithPolicy(2, {{"restartBackoff", NoBackoff()}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   const Plan restart = cluster.Reconcile(At(1));
   EXPECT_FALSE(restart.requeue_after.has_value());
-  EXPECT_FALSE(Status(cluster).contains("nextRestartTime"));
-  EXPECT_THAT(Message(cluster, "Restarting"), HasSubstr("restarting all 2 pods (restart 1 of 3)"));
+  EXPECT_FALSE(cluster.status().contains("nextRestartTime"));
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("restarting all 2 pods (restart 1 of 3)"));
   EXPECT_EQ(CreatedPods(cluster.Reconcile(At(1))), 2);
 }
 
 TEST(FailurePolicyTest, SuspendingDuringTheBackoffDropsItAndResumeStartsAtOnce) {
   FakeCluster cluster(JobWithPolicy(2, {{"restartBackoff", {{"initialSeconds", 60}}}}));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
-  ASSERT_TRUE(Status(cluster).contains("nextRestartTime"));
+  ASSERT_TRUE(cluster.status().contains("nextRestartTime"));
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
   cluster.ReconcileUntilStable(At(2));
-  EXPECT_FALSE(Status(cluster).contains("nextRestartTime"));
+  EXPECT_FALSE(cluster.status().contains("nextRestartTime"));
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = false; });
   cluster.ReconcileUntilStable(At(3));
   EXPECT_EQ(cluster.pods().size(), 2u);
@@ -430,15 +402,15 @@ TEST(FailurePolicyTest, TheDeadlineStillEndsAJobWaitingOutItsBackoff) {
   json job = JobWithPolicy(2, {{"restartBackoff", {{"initialSeconds", 60}}}});
   job["spec"]["runPolicy"]["activeDeadlineSeconds"] = 30;
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(10));
   const Plan waiting = cluster.PlanNow(At(11));
   ASSERT_TRUE(waiting.requeue_after.has_value());
   EXPECT_EQ(*waiting.requeue_after, seconds(19)) << "the deadline comes before the backoff ends";
   cluster.ReconcileUntilStable(At(30));
-  EXPECT_EQ(Reason(cluster, "Failed"), "DeadlineExceeded");
-  EXPECT_FALSE(Status(cluster).contains("nextRestartTime"));
+  EXPECT_EQ(cluster.ConditionReason("Failed"), "DeadlineExceeded");
+  EXPECT_FALSE(cluster.status().contains("nextRestartTime"));
 }
 
 }  // namespace

@@ -31,68 +31,37 @@ json JobWithSuccessPolicy(int replicas, const std::string& policy, json failure_
   return job;
 }
 
-void StartRunning(FakeCluster& cluster, api::Time now) {
-  cluster.ReconcileUntilStable(now);
-  cluster.SetAllPhases("Running");
-  cluster.ReconcileUntilStable(now);
-}
-
 // The Pod's trainer exited 0 while its native sidecar still runs: the Pod stays Running.
 void FinishTrainers(FakeCluster& cluster, const std::string& pod) {
   cluster.pod(pod)["status"]["containerStatuses"] = json::array(
       {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}}});
 }
 
-const json& Status(FakeCluster& cluster) { return cluster.job_json()["status"]; }
-
-std::string Reason(FakeCluster& cluster, const std::string& type) {
-  const json* condition = FindCondition(cluster.job_json(), type);
-  return condition == nullptr ? "<no " + type + " condition>" : (*condition)["reason"].get<std::string>();
-}
-
-std::vector<std::string> EventMessages(const FakeCluster& cluster, const std::string& reason) {
-  std::vector<std::string> out;
-  for (const RecordEvent& event : cluster.events()) {
-    if (event.reason == reason) {
-      out.push_back(event.message);
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> PodNames(const FakeCluster& cluster) {
-  std::vector<std::string> names;
-  for (const auto& [name, pod] : cluster.pods()) {
-    names.push_back(name);
-  }
-  return names;
-}
-
 TEST(SuccessPolicyTest, RankZeroSucceedsWhenRankZerosTrainersExitZeroAndStopsTheOtherRanks) {
   FakeCluster cluster(JobWithSuccessPolicy(3, "RankZero"));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-0");
   cluster.ReconcileUntilStable(At(30));
 
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Reason(cluster, "Succeeded"), "RankZeroSucceeded");
-  EXPECT_EQ(Reason(cluster, "Running"), "RankZeroSucceeded");
-  EXPECT_EQ(Reason(cluster, "PreflightPassed"), "PreflightPassed");
-  EXPECT_EQ(Status(cluster)["completionTime"], api::FormatTime(At(30)));
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason("Succeeded"), "RankZeroSucceeded");
+  EXPECT_EQ(cluster.ConditionReason("Running"), "RankZeroSucceeded");
+  EXPECT_EQ(cluster.ConditionReason("PreflightPassed"), "PreflightPassed");
+  EXPECT_EQ(cluster.status()["completionTime"], api::FormatTime(At(30)));
+  EXPECT_EQ(cluster.status()["restarts"], 0);
   // Rank 0 finishes by itself, its logs kept; the others were still training and are stopped.
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0"));
-  const std::vector<std::string> events = EventMessages(cluster, "RankZeroSucceeded");
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0"));
+  const std::vector<std::string> events = cluster.EventMessages("RankZeroSucceeded");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_THAT(events[0], HasSubstr("rank 0's trainers succeeded (pod demo-0, attempt 0)"));
   EXPECT_THAT(events[0], HasSubstr("stopping 2 of the other 2 pods, still running"));
-  EXPECT_FALSE(Status(cluster).contains("portsReleased")) << "rank 0's sidecar still holds the ports";
+  EXPECT_FALSE(cluster.status().contains("portsReleased")) << "rank 0's sidecar still holds the ports";
 
   cluster.SetPhase("demo-0", "Succeeded");
   cluster.ReconcileUntilStable(At(31));
-  EXPECT_EQ(Status(cluster)["portsReleased"], true);
+  EXPECT_EQ(cluster.status()["portsReleased"], true);
   EXPECT_FALSE(cluster.ledger().Find("job-uid-1").has_value());
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
 }
 
 // Regression guard: once rank 0 is done its peers lose their rendezvous and fail; that failure
@@ -100,22 +69,22 @@ TEST(SuccessPolicyTest, RankZeroSucceedsWhenRankZerosTrainersExitZeroAndStopsThe
 TEST(SuccessPolicyTest, OtherRanksFailingAfterRankZeroSucceededChangeNothing) {
   FakeCluster cluster(JobWithSuccessPolicy(3, "RankZero"));
   cluster.set_graceful_deletion(true);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-0");
   cluster.ReconcileUntilStable(At(30));
-  ASSERT_EQ(Status(cluster)["state"], "Succeeded");
+  ASSERT_EQ(cluster.status()["state"], "Succeeded");
 
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.FailContainer("demo-2", 137, "Error");
   cluster.SetPhase("demo-0", "Succeeded");
   cluster.ReconcileUntilStable(At(35));
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Reason(cluster, "Succeeded"), "RankZeroSucceeded");
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason("Succeeded"), "RankZeroSucceeded");
   EXPECT_EQ(FindCondition(cluster.job_json(), "Failed"), nullptr);
-  EXPECT_EQ(Status(cluster)["restarts"], 0);
-  EXPECT_TRUE(EventMessages(cluster, "Restarting").empty());
-  EXPECT_TRUE(EventMessages(cluster, "Failed").empty());
-  EXPECT_EQ(Status(cluster)["portsReleased"], true);
+  EXPECT_EQ(cluster.status()["restarts"], 0);
+  EXPECT_TRUE(cluster.EventMessages("Restarting").empty());
+  EXPECT_TRUE(cluster.EventMessages("Failed").empty());
+  EXPECT_EQ(cluster.status()["portsReleased"], true);
 }
 
 TEST(SuccessPolicyTest, RankZeroDoneInTheSamePassAsAPeerFailureWinsEvenOverAFailJobRule) {
@@ -123,73 +92,73 @@ TEST(SuccessPolicyTest, RankZeroDoneInTheSamePassAsAPeerFailureWinsEvenOverAFail
                                                     {"onExitCodes", {{"operator", "In"}, {"values", {1}}}}}})},
                             {"restartBackoff", {{"initialSeconds", 0}}}};
   FakeCluster cluster(JobWithSuccessPolicy(3, "RankZero", fail_on_one));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-0");
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(30));
 
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Reason(cluster, "Succeeded"), "RankZeroSucceeded");
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason("Succeeded"), "RankZeroSucceeded");
   EXPECT_EQ(FindCondition(cluster.job_json(), "Failed"), nullptr);
   // demo-1 has finished (Failed) and stays; demo-2 was running and is stopped.
-  EXPECT_THAT(PodNames(cluster), ElementsAre("demo-0", "demo-1"));
-  const std::vector<std::string> events = EventMessages(cluster, "RankZeroSucceeded");
+  EXPECT_THAT(cluster.PodNames(), ElementsAre("demo-0", "demo-1"));
+  const std::vector<std::string> events = cluster.EventMessages("RankZeroSucceeded");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_THAT(events[0], HasSubstr("stopping 1 of the other 2 pods"));
 }
 
 TEST(SuccessPolicyTest, BeforeRankZeroSucceedsAFailureRestartsTheGangAsBefore) {
   FakeCluster cluster(JobWithSuccessPolicy(3, "RankZero"));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-2", 1, "Error");
   cluster.ReconcileUntilStable(At(10));
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_EQ(Status(cluster)["countedRestarts"], 1);
-  EXPECT_EQ(Reason(cluster, "Restarting"), "PodFailed");
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 1);
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodFailed");
 
   // Rank 0 of the new attempt decides.
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(20));
-  ASSERT_EQ(Status(cluster)["state"], "Running");
+  ASSERT_EQ(cluster.status()["state"], "Running");
   FinishTrainers(cluster, cluster.CurrentPod(0));
   cluster.ReconcileUntilStable(At(40));
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Reason(cluster, "Succeeded"), "RankZeroSucceeded");
-  EXPECT_EQ(Status(cluster)["restarts"], 1);
-  EXPECT_THAT(EventMessages(cluster, "RankZeroSucceeded")[0], HasSubstr("(pod demo-0-attempt-1, attempt 1)"));
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason("Succeeded"), "RankZeroSucceeded");
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_THAT(cluster.EventMessages("RankZeroSucceeded")[0], HasSubstr("(pod demo-0-attempt-1, attempt 1)"));
 }
 
 TEST(SuccessPolicyTest, AnotherRanksTrainersFinishingFirstDecideNothing) {
   FakeCluster cluster(JobWithSuccessPolicy(3, "RankZero"));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-1");
   cluster.ReconcileUntilStable(At(30));
-  EXPECT_EQ(Status(cluster)["state"], "Running");
+  EXPECT_EQ(cluster.status()["state"], "Running");
   EXPECT_EQ(cluster.pods().size(), 3u);
-  EXPECT_TRUE(EventMessages(cluster, "RankZeroSucceeded").empty());
+  EXPECT_TRUE(cluster.EventMessages("RankZeroSucceeded").empty());
 }
 
 TEST(SuccessPolicyTest, AllRanksWaitsForEveryPodAsBefore) {
   FakeCluster cluster(JobWithSuccessPolicy(3, "AllRanks"));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-0");
   cluster.ReconcileUntilStable(At(30));
-  EXPECT_EQ(Status(cluster)["state"], "Running");
+  EXPECT_EQ(cluster.status()["state"], "Running");
   EXPECT_EQ(cluster.pods().size(), 3u);
 
   cluster.SetAllPhases("Succeeded");
   cluster.ReconcileUntilStable(At(40));
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  EXPECT_EQ(Reason(cluster, "Succeeded"), "AllPodsSucceeded");
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  EXPECT_EQ(cluster.ConditionReason("Succeeded"), "AllPodsSucceeded");
 }
 
 TEST(SuccessPolicyTest, ASingleRankZeroJobSucceedsWithNothingToStop) {
   FakeCluster cluster(JobWithSuccessPolicy(1, "RankZero"));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   FinishTrainers(cluster, "demo-0");
   cluster.ReconcileUntilStable(At(30));
-  EXPECT_EQ(Status(cluster)["state"], "Succeeded");
-  const std::vector<std::string> events = EventMessages(cluster, "RankZeroSucceeded");
+  EXPECT_EQ(cluster.status()["state"], "Succeeded");
+  const std::vector<std::string> events = cluster.EventMessages("RankZeroSucceeded");
   ASSERT_EQ(events.size(), 1u);
   EXPECT_THAT(events[0], ::testing::Not(HasSubstr("stopping")));
 }

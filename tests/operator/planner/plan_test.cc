@@ -52,24 +52,9 @@ bool HasEvent(const FakeCluster& cluster, const std::string& reason) {
   return false;
 }
 
-std::vector<std::string> PodNames(const FakeCluster& cluster) {
-  std::vector<std::string> names;
-  for (const auto& [name, pod] : cluster.pods()) {
-    names.push_back(name);
-  }
-  return names;
-}
-
 const json& Sidecar(const json& pod) { return pod["spec"]["initContainers"].front(); }
 const json& Preflight(const json& pod) { return pod["spec"]["initContainers"].back(); }
 const json& Trainer(const json& pod) { return pod["spec"]["containers"][0]; }
-
-// Brings a new job to all Pods created and running with passed preflights.
-void StartRunning(FakeCluster& cluster, api::Time now) {
-  cluster.ReconcileUntilStable(now);
-  cluster.SetAllPhases("Running");  // the fake passes each Pod's preflight on the way
-  cluster.ReconcileUntilStable(now);
-}
 
 TEST(PlanTest, NewJobGetsPortsInStatusBeforeAnyPodExists) {
   FakeCluster cluster(MinimalJob());
@@ -191,21 +176,21 @@ TEST(PlanTest, ReplanningAfterApplyingYieldsNoActions) {
   };
   const std::vector<Case> cases = {
       {"fresh", [](FakeCluster&) {}},
-      {"running", [](FakeCluster& c) { StartRunning(c, At(5)); }},
+      {"running", [](FakeCluster& c) { c.StartRunning(At(5)); }},
       {"restarted",
        [](FakeCluster& c) {
-         StartRunning(c, At(5));
+         c.StartRunning(At(5));
          c.FailContainer("demo-1", 1, "Error");
          c.ReconcileUntilStable(At(6));
        }},
       {"suspended",
        [](FakeCluster& c) {
-         StartRunning(c, At(5));
+         c.StartRunning(At(5));
          c.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
        }},
       {"succeeded",
        [](FakeCluster& c) {
-         StartRunning(c, At(5));
+         c.StartRunning(At(5));
          c.SetAllPhases("Succeeded");
        }},
   };
@@ -225,7 +210,7 @@ TEST(PlanTest, ADisabledPreflightIsNeverReportedAsPassed) {
   json spec = MinimalJob("demo", 2);
   spec["spec"]["communication"]["preflight"]["enabled"] = false;
   FakeCluster cluster(spec);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   const json& job = cluster.job_json();
   EXPECT_EQ(job["status"]["state"], "Running");
   EXPECT_EQ(FindCondition(job, "PreflightPassed"), nullptr);
@@ -237,7 +222,7 @@ TEST(PlanTest, ADisabledPreflightIsNeverReportedAsPassed) {
 
 TEST(PlanTest, AllPodsRunningThenSucceededMovesConditions) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   const json& job = cluster.job_json();
   EXPECT_EQ(job["status"]["state"], "Running");
   EXPECT_EQ((*FindCondition(job, "PreflightPassed"))["status"], "True");
@@ -254,7 +239,7 @@ TEST(PlanTest, AllPodsRunningThenSucceededMovesConditions) {
 
 TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
   FakeCluster cluster(MinimalJob("demo", 4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-2", 137, "OOMKilled");
   const Plan plan = cluster.Reconcile(At(20));
   EXPECT_EQ(Count<DeleteObject>(plan), 3) << "demo-2 is kept for kubectl logs";
@@ -297,7 +282,7 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
 TEST(PlanTest, RestartWaitsForDeletedOldPodsToTerminateButNotForTheKeptOne) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.set_graceful_deletion(true);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   EXPECT_FALSE(cluster.pods().at("demo-0")["metadata"].contains("deletionTimestamp")) << "kept";
@@ -317,7 +302,7 @@ TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
   json spec_job = MinimalJob("demo", 3);
   spec_job["spec"]["runPolicy"] = {{"backoffLimit", 1}};
   FakeCluster cluster(spec_job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   EXPECT_EQ(cluster.job_json()["status"]["restarts"], 1);
@@ -334,7 +319,7 @@ TEST(PlanTest, PassingBackoffLimitFailsTheJobAndDeletesItsPods) {
   EXPECT_THAT((*failed)["message"].get<std::string>(), HasSubstr("1 of 1 restarts used"));
   EXPECT_EQ(job["status"]["restarts"], 1);
   // Running Pods were deleted; the failed one stays for its logs, and so does attempt 0's.
-  EXPECT_THAT(PodNames(cluster), ::testing::ElementsAre("demo-0-attempt-1", "demo-1"));
+  EXPECT_THAT(cluster.PodNames(), ::testing::ElementsAre("demo-0-attempt-1", "demo-1"));
   EXPECT_EQ(job["status"]["portsReleased"], true);
 }
 
@@ -342,7 +327,7 @@ TEST(PlanTest, BackoffLimitZeroFailsOnTheFirstFailure) {
   json spec_job = MinimalJob("demo", 2);
   spec_job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
   FakeCluster cluster(spec_job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailContainer("demo-1", 1, "Error");
   cluster.ReconcileUntilStable(At(1));
   EXPECT_EQ(cluster.job_json()["status"]["state"], "Failed");
@@ -400,7 +385,7 @@ TEST(PlanTest, PreflightPassedOnceEveryPodsPreflightExitedZero) {
 // so its non-zero exit fails the Pod whether or not it had started.
 TEST(PlanTest, ASidecarThatExitsNonZeroFailsItsPodButIsNoPreflightFailure) {
   FakeCluster cluster(MinimalJob("demo", 4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailSidecar("demo-1", 1, "ringleader-sidecar rank 1/4: failed: monitor: rank 3 of 4 is gone");
   cluster.Reconcile(At(5));
   const json& job = cluster.job_json();
@@ -416,7 +401,7 @@ TEST(PlanTest, ASidecarThatExitsNonZeroFailsItsPodButIsNoPreflightFailure) {
 
 TEST(PlanTest, ATrainersFailureIsReportedBeforeItsSidecars) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.FailSidecar("demo-0", 1, "failed: monitor: rank 1 of 2 is gone");
   cluster.FailContainer("demo-0", 137, "OOMKilled");
   cluster.Reconcile(At(5));
@@ -428,7 +413,7 @@ TEST(PlanTest, ATrainersFailureIsReportedBeforeItsSidecars) {
 // Once its trainers are done the sidecar is stopped, and it may see its peers leave first.
 TEST(PlanTest, ASidecarExitAfterTheTrainersSucceededIsNoFailure) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.SetAllPhases("Succeeded");
   cluster.FailSidecar("demo-1", 1, "failed: monitor: rank 0 of 2 is gone");
   cluster.ReconcileUntilStable(At(5));
@@ -441,7 +426,7 @@ TEST(PlanTest, ASidecarExitAfterTheTrainersSucceededIsNoFailure) {
 // loses its peer while rank 1's trainer is finishing too. That must not restart a finished job.
 TEST(PlanTest, ASidecarExitOnceAnotherRanksTrainersAreDoneIsNoFailure) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   // The kubelet has not moved demo-0 to Succeeded yet: its sidecar is still being stopped.
   cluster.pod("demo-0")["status"]["containerStatuses"] = json::array(
       {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}}}}});
@@ -474,7 +459,7 @@ TEST(PlanTest, AFailureQuotesTheLastLineOfTheContainersOutput) {
 
 TEST(PlanTest, SuspendDeletesPodsAndReleasesThePortsWhichResumeAssignsAgain) {
   FakeCluster cluster(MinimalJob("demo", 3));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
   cluster.ReconcileUntilStable(At(10));
   const json& job = cluster.job_json();
@@ -504,7 +489,7 @@ TEST(PlanTest, SuspendDeletesPodsAndReleasesThePortsWhichResumeAssignsAgain) {
 
 TEST(PlanTest, ASuspendedJobKeepsItsPortsWhileAPodStillTerminates) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.set_graceful_deletion(true);
   cluster.EditSpec([](json& spec) { spec["runPolicy"]["suspend"] = true; });
   cluster.ReconcileUntilStable(At(10));
@@ -537,7 +522,7 @@ TEST(PlanTest, ActiveDeadlineRequeuesUntilItPassesThenFails) {
   json spec_job = MinimalJob("demo", 2);
   spec_job["spec"]["runPolicy"] = {{"activeDeadlineSeconds", 100}};
   FakeCluster cluster(spec_job);
-  StartRunning(cluster, At(0));  // startTime is At(0)
+  cluster.StartRunning(At(0));  // startTime is At(0)
   const Plan waiting = cluster.PlanNow(At(40));
   ASSERT_TRUE(waiting.requeue_after.has_value());
   EXPECT_EQ(waiting.requeue_after->count(), 60);
@@ -552,7 +537,7 @@ TEST(PlanTest, TtlDeletesTheJobOnlyAfterItExpires) {
   json spec_job = MinimalJob("demo", 1);
   spec_job["spec"]["runPolicy"] = {{"ttlSecondsAfterFinished", 60}};
   FakeCluster cluster(spec_job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.SetAllPhases("Succeeded");
   cluster.ReconcileUntilStable(At(10));
   EXPECT_FALSE(cluster.job_deleted());
@@ -735,7 +720,7 @@ TEST(PlanTest, DeletedJobPlansNothing) {
 
 TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.set_summary({.backend = "gloo",
                        .last_all_reduce_bus_bandwidth = "2.5 GB/s",
                        .last_all_reduce_bus_bandwidth_bytes = 2'500'000'000,
@@ -751,7 +736,7 @@ TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
 
 TEST(PlanTest, TheTrainersCollectivesAreCopiedIntoStatusTraining) {
   FakeCluster cluster(MinimalJob("demo", 2));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   api::CommunicationStatus summary{.backend = "nccl"};
   summary.training = api::TrainingCommunicationStatus{.collective = "all_reduce",
                                                       .size = "64MiB",
@@ -784,7 +769,7 @@ TEST(PlanTest, ATrainersOwnProfilerPluginIsAnnouncedOncePerAttempt) {
   job["spec"]["template"]["spec"]["containers"][0]["env"] =
       json::array({{{"name", "NCCL_PROFILER_PLUGIN"}, {"value", "inspector"}}});
   FakeCluster cluster(job);
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.ReconcileUntilStable(At(2));
   ASSERT_EQ(CountEvents(cluster, "ProfilerPluginLeftAlone"), 1);
   const auto event = std::find_if(cluster.events().begin(), cluster.events().end(), [](const RecordEvent& e) {
@@ -814,7 +799,7 @@ TEST(PlanTest, NoProfilerPluginEventWithTelemetryOffOrNoTrainerSettingIt) {
   off["spec"]["communication"] = {{"telemetry", {{"enabled", false}}}};
   for (const json& job : {off, MinimalJob("demo", 2)}) {
     FakeCluster cluster(job);
-    StartRunning(cluster, At(0));
+    cluster.StartRunning(At(0));
     EXPECT_EQ(CountEvents(cluster, "ProfilerPluginLeftAlone"), 0);
     EXPECT_EQ(CountEvents(cluster, "PodsCreated"), 1);
   }
@@ -822,7 +807,7 @@ TEST(PlanTest, NoProfilerPluginEventWithTelemetryOffOrNoTrainerSettingIt) {
 
 TEST(PlanTest, ShrinkingReplicasWhileSuspendedLeavesNoStrayRanks) {
   FakeCluster cluster(MinimalJob("demo", 4));
-  StartRunning(cluster, At(0));
+  cluster.StartRunning(At(0));
   cluster.EditSpec([](json& spec) {
     spec["runPolicy"]["suspend"] = true;
   });
