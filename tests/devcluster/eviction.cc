@@ -1,6 +1,7 @@
 // Eviction bodies, the DisruptionTarget condition and the eviction's answer.
 #include "tests/devcluster/eviction.h"
 
+#include "tests/devcluster/json_field.h"
 #include "tests/devcluster/machinery/status.h"
 
 namespace ringleader::devcluster {
@@ -70,14 +71,7 @@ json WithEvictionCondition(json pod, Time now) {
                     {"lastTransitionTime", FormatTime(now)},
                     {"reason", "EvictionByEvictionAPI"},
                     {"message", "Eviction API: evicting"}};
-  json& status = pod["status"];
-  if (!status.is_object()) {
-    status = json::object();
-  }
-  json& conditions = status["conditions"];
-  if (!conditions.is_array()) {
-    conditions = json::array();
-  }
+  json& conditions = ArrayFieldForWrite(pod, {"status", "conditions"});
   for (json& existing : conditions) {
     if (existing.is_object() && existing.value("type", "") == "DisruptionTarget") {
       if (existing.value("status", "") == "True" && existing.contains("lastTransitionTime")) {

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "tests/devcluster/json_field.h"
+
 namespace ringleader::devcluster {
 namespace {
 
@@ -34,14 +36,7 @@ void AddSchedulingGatedCondition(json& pod) {
   if (!HasSchedulingGates(pod)) {
     return;
   }
-  json& status = pod["status"];
-  if (!status.is_object()) {
-    status = json::object();
-  }
-  json& conditions = status["conditions"];
-  if (!conditions.is_array()) {
-    conditions = json::array();
-  }
+  json& conditions = ArrayFieldForWrite(pod, {"status", "conditions"});
   for (const json& condition : conditions) {
     if (condition.is_object() && condition.value("type", json()) == "PodScheduled") {
       return;
