@@ -5,8 +5,6 @@
 
 namespace ringleader::devcluster {
 
-std::vector<NodeConfig> DefaultNodes() { return {NodeConfig{.name = "node-a"}, NodeConfig{.name = "node-b"}}; }
-
 std::unique_ptr<DevCluster> DevCluster::Start(const Options& options) {
   return std::unique_ptr<DevCluster>(new DevCluster(std::make_unique<Server>(options)));
 }

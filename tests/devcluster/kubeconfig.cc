@@ -19,7 +19,9 @@ std::string Base64(const std::string& data) {
   return std::string(out.begin(), out.begin() + n);
 }
 
-void WriteFile(const std::filesystem::path& path, const std::string& text) {
+}  // namespace
+
+void WritePrivateFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   out.close();
@@ -28,8 +30,6 @@ void WriteFile(const std::filesystem::path& path, const std::string& text) {
   }
   ::chmod(path.c_str(), 0600);
 }
-
-}  // namespace
 
 std::string KubeconfigYaml(const std::string& server_url, const std::string& ca_pem, const std::string& token) {
   return "apiVersion: v1\n"
@@ -61,9 +61,9 @@ std::string WriteClientFiles(const std::string& dir, const std::string& server_u
     throw std::runtime_error("devcluster: cannot create data dir " + dir + ": " + ec.message());
   }
   std::filesystem::path base(dir);
-  WriteFile(base / "ca.crt", ca_pem);
-  WriteFile(base / "token", token + "\n");
-  WriteFile(base / "kubeconfig", KubeconfigYaml(server_url, ca_pem, token));
+  WritePrivateFile(base / "ca.crt", ca_pem);
+  WritePrivateFile(base / "token", token + "\n");
+  WritePrivateFile(base / "kubeconfig", KubeconfigYaml(server_url, ca_pem, token));
   return (base / "kubeconfig").string();
 }
 

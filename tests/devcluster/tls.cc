@@ -152,4 +152,14 @@ Certificates GenerateCertificates(const std::vector<std::string>& hosts) {
   return out;
 }
 
+SigningKey GenerateSigningKey() {
+  Pkey key = NewKey();
+  SigningKey out;
+  out.private_key_pem = ToPem([&](BIO* b) {
+    return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  });
+  out.public_key_pem = ToPem([&](BIO* b) { return PEM_write_bio_PUBKEY(b, key.get()); });
+  return out;
+}
+
 }  // namespace ringleader::devcluster

@@ -18,4 +18,11 @@ struct Certificates {
 // OpenSSL step that failed.
 Certificates GenerateCertificates(const std::vector<std::string>& hosts);
 
+// A P-256 key pair on its own, e.g. for signing service-account tokens.
+struct SigningKey {
+  std::string private_key_pem;  // PKCS#8, unencrypted
+  std::string public_key_pem;   // SubjectPublicKeyInfo
+};
+SigningKey GenerateSigningKey();
+
 }  // namespace ringleader::devcluster

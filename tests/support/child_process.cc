@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,12 +49,19 @@ ChildProcess::ChildProcess(const ChildOptions& options) {
     envp.push_back(nullptr);
   }
   const std::string log = options.log.empty() ? std::string("/dev/null") : options.log.string();
+  const pid_t parent = ::getpid();
 
   pid_ = ::fork();
   if (pid_ < 0) {
     throw std::runtime_error("fork failed for " + options.binary.string());
   }
   if (pid_ == 0) {
+    if (options.die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) {
+        ::_exit(127);  // the parent died before the request took hold
+      }
+    }
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);

@@ -19,6 +19,10 @@ struct ChildOptions {
   // Replaces the whole environment when set; the parent's environment otherwise.
   std::optional<std::map<std::string, std::string>> env;
   std::filesystem::path log;  // stdout and stderr; /dev/null when empty
+  // SIGKILL the child when the thread that started it ends (PR_SET_PDEATHSIG), so a test killed
+  // by its timeout leaves no API server or etcd behind. Start it from a thread that lives as
+  // long as the child should.
+  bool die_with_parent = false;
 };
 
 // How a child ended: exit code, or the signal that killed it.

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/node_config.h"
 
 namespace ringleader::devcluster::kubelet {
 

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/node_config.h"
 #include "tests/devcluster/kubelet/container_spec.h"
 #include "tests/devcluster/kubelet/device_allocator.h"
 #include "tests/devcluster/kubelet/pod_network.h"
