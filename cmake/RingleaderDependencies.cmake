@@ -18,8 +18,3 @@ if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)
   add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
 endif()
 
-# Test tools only: RE2 gives devcluster's CEL and OpenAPI patterns Go's regular-expression
-# syntax; libprotobuf's wire-format reader decodes the protobuf bodies kubectl sends.
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(RE2 REQUIRED IMPORTED_TARGET re2)
-find_package(Protobuf REQUIRED)

@@ -74,14 +74,16 @@ set_property(CACHE RINGLEADER_TESTS PROPERTY STRINGS all unit integration)
 # a GPU) and integration tests keep one entry per TEST, so a skip shows as one.
 option(RINGLEADER_UNIT_TESTS_PER_PROGRAM "Register unit tests as one ctest entry per program" OFF)
 
-# ringleader_test(SOURCE DEPS ... [LABELS ...] [COST SECONDS]): one GoogleTest program per
-# *_test.cc, each TEST its own ctest entry (each program one, with
+# ringleader_test(SOURCE DEPS ... [LABELS ...] [COST SECONDS] [ONE_ENTRY]): one GoogleTest
+# program per *_test.cc, each TEST its own ctest entry (each program one, with
 # RINGLEADER_UNIT_TESTS_PER_PROGRAM). The working directory is the source root so tests can read
 # crds/ and examples/. COST is about how long one of its TESTs runs: ctest starts the costliest
 # first, so on a clean checkout (no timings recorded yet) the long end-to-end runs do not queue
-# up at the end of the suite behind each other while the other lane sits idle.
+# up at the end of the suite behind each other while the other lane sits idle. ONE_ENTRY makes
+# the whole program one ctest entry (COST is then the program's): for programs whose TESTs share
+# a fixture that takes seconds to start, such as a real control plane started once per program.
 function(ringleader_test source)
-  cmake_parse_arguments(ARG "" "COST" "DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "ONE_ENTRY" "COST" "DEPS;LABELS" ${ARGN})
   file(RELATIVE_PATH dir "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
   if("integration" IN_LIST ARG_LABELS OR dir MATCHES "^tests/(devcluster|e2e)")
     set(kind integration)
@@ -110,6 +112,13 @@ function(ringleader_test source)
   endif()
   if(ARG_COST)
     list(APPEND properties COST ${ARG_COST})
+  endif()
+  if(ARG_ONE_ENTRY)
+    add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}")
+    if(properties)
+      set_tests_properties(${name} PROPERTIES ${properties})
+    endif()
+    return()
   endif()
   gtest_discover_tests(${name} WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}" DISCOVERY_MODE PRE_TEST
     DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})

@@ -322,7 +322,7 @@ class SidecarRun {
     Log("wrote the resolved contract to " + config_.contract_file);
   }
 
-  static bool UseNccl(const SidecarConfig& config) {
+  static bool UseNccl([[maybe_unused]] const SidecarConfig& config) {
 #ifdef RINGLEADER_WITH_NCCL
     if (config.backend == Backend::kNccl) {
       return true;

@@ -103,7 +103,6 @@ RepetitionResult RunOnce(const Settings& settings) {
                    ("ringleader-kube-bench-" + std::to_string(rd()));
   ringleader::devcluster::Options options;
   options.data_dir = dir.string();
-  options.watch_history = static_cast<std::size_t>(settings.pods) * 2 + 100;
   auto cluster = ringleader::devcluster::DevCluster::Start(options);
   kube::Config config = kube::LoadKubeconfig(cluster->kubeconfig_path());
   kube::ClientOptions client_options;

@@ -2,9 +2,9 @@
 // ringleader-operator binary: time until every job has its Service, Secret and 8 Pods, API
 // writes per job against the ideal (1 Service + 1 Secret + 8 Pods = 10 creates, at most 3
 // status writes), and the operator process's peak RSS (VmHWM) and CPU seconds (from wait4).
-// The writes are counted by devcluster's audit log, which records every request the operator's
-// ServiceAccount sent (retries and requests answered with an error included); the operator's
-// own counters, which see one write per call it meant to make, are printed beside.
+// The writes are counted by the API server's audit log, which records every request the
+// operator's ServiceAccount sent (retries and requests answered with an error included); the
+// operator's own counters, which see one write per call it meant to make, are printed beside.
 //
 //   operator_bench [--jobs N] [--replicas R] [--repetitions K]
 #include <signal.h>
@@ -68,7 +68,7 @@ struct Writes {
 
 struct Result {
   double converge_s = 0;
-  Writes audited;                           // every write request in devcluster's audit log
+  Writes audited;                           // every write request in the API server's audit log
   std::map<std::string, double> audited_by; // "create pods", "update trainingjobs/status", ...
   double refused = 0;                       // audited writes RBAC refused
   Writes counted;                           // the operator's own counters
@@ -154,9 +154,11 @@ std::string OperatorKubeconfig(kube::Client& admin, const devcluster::DevCluster
   return devcluster::WriteClientFiles((dir / "operator").string(), cluster.url(), cluster.ca_pem(), token);
 }
 
-// Every create, update, patch and delete the operator's ServiceAccount sent. devcluster writes
-// the audit line once a request is authorized and before it is served, so a request later
-// answered with an error (a 409, an injected 500) is counted, and so is each client retry.
+// Every create, update, patch and delete the operator's ServiceAccount sent, from the API
+// server's audit log (audit.k8s.io/v1 Events at level Metadata, one per line). Each request's
+// ResponseComplete event counts once, so a request answered with an error (a 409, a refusal) is
+// counted, and so is each client retry; RBAC's refusals carry the annotation
+// authorization.k8s.io/decision: forbid.
 void CountAuditedWrites(const std::filesystem::path& path, Result& result) {
   std::ifstream in(path);
   if (!in) {
@@ -164,18 +166,20 @@ void CountAuditedWrites(const std::filesystem::path& path, Result& result) {
   }
   std::string line;
   while (std::getline(in, line)) {
-    const json entry = json::parse(line);
-    if (entry.value("user", "") != kOperatorUser) {
+    const json event = json::parse(line);
+    if (event.value("stage", "") != "ResponseComplete" ||
+        event.value("user", json::object()).value("username", "") != kOperatorUser) {
       continue;
     }
-    const std::string verb = entry.value("verb", "");
+    const std::string verb = event.value("verb", "");
     if (verb != "create" && verb != "update" && verb != "patch" && verb != "delete" && verb != "deletecollection") {
       continue;
     }
-    const std::string resource = entry.value("resource", "");
-    const std::string subresource = entry.value("subresource", "");
+    const json object = event.value("objectRef", json::object());
+    const std::string resource = object.value("resource", "");
+    const std::string subresource = object.value("subresource", "");
     result.audited_by[verb + " " + (subresource.empty() ? resource : resource + "/" + subresource)] += 1;
-    if (!entry.value("allowed", false)) {
+    if (event.value("annotations", json::object()).value("authorization.k8s.io/decision", "") == "forbid") {
       ++result.refused;
     }
     Writes& writes = result.audited;
@@ -193,6 +197,21 @@ void CountAuditedWrites(const std::filesystem::path& path, Result& result) {
       ++writes.other;
     }
   }
+}
+
+// The API server serves a CRD's objects once it is Established.
+void WaitUntilEstablished(kube::Client& client, const std::string& crd) {
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    const json got = client.Get(kube::CustomResourceDefinitions(), "", crd);
+    for (const json& condition : got.value("status", json::object()).value("conditions", json::array())) {
+      if (condition.value("type", "") == "Established" && condition.value("status", "") == "True") {
+        return;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  throw std::runtime_error("the CRD " + crd + " was not Established within 60 s");
 }
 
 // The counts the operator logs when it stops: {"writes":{"status","creates","deletes","events","failed"}}.
@@ -242,16 +261,16 @@ Result RunOnce(const Settings& settings) {
   std::random_device rd;
   const auto dir = std::filesystem::temp_directory_path() / ("ringleader-op-bench-" + std::to_string(rd()));
   std::filesystem::create_directories(dir);
-  const auto audit_log = dir / "audit.log";
   devcluster::Options options;
   options.data_dir = (dir / "dc").string();
-  options.watch_history = 1'000'000;
-  options.audit_log = audit_log.string();
   auto cluster = devcluster::DevCluster::Start(options);
+  const std::filesystem::path audit_log = cluster->audit_log();
   kube::ClientOptions client_options;
   client_options.qps = 0;
   auto client = kube::MakeClient(kube::LoadKubeconfig(cluster->kubeconfig_path()), client_options);
-  client->Create(kube::CustomResourceDefinitions(), "", ringleader::yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+  const json crd = ringleader::yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml");
+  client->Create(kube::CustomResourceDefinitions(), "", crd);
+  WaitUntilEstablished(*client, crd["metadata"]["name"]);
   const std::string operator_kubeconfig = OperatorKubeconfig(*client, *cluster, dir);
 
   const auto log = dir / "operator.log";
@@ -402,7 +421,7 @@ int main(int argc, char** argv) {
     std::printf("\n%d jobs x %d replicas, median of %d runs\n\n", settings.jobs, settings.replicas,
                 settings.repetitions);
     std::printf("API writes: every create, update, patch and delete request the operator's ServiceAccount sent, from "
-                "devcluster's audit log (client retries and requests answered with an error included), and the "
+                "the API server's audit log (client retries and requests answered with an error included), and the "
                 "operator's own counters (one per write it meant to make) beside them.\n\n");
     std::printf("| writes | audit log | operator's counters | ideal or target |\n|---|---|---|---|\n");
     std::printf("| creates per job | %.2f | %.2f | %d (1 Service, 1 Secret, %d Pods) |\n", audited(&Writes::creates) / jobs,

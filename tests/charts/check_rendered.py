@@ -18,6 +18,9 @@ import sys
 JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, applier, controller
     *[("ringleader.dev", "trainingjobs", v) for v in ("list", "watch", "delete")],
     ("ringleader.dev", "trainingjobs/status", "update"),
+    # Children are created with blockOwnerDeletion: OwnerReferencesPermissionEnforcement admits
+    # that only for who may update the owner's finalizers.
+    ("ringleader.dev", "trainingjobs/finalizers", "update"),
     *[("", "pods", v) for v in ("get", "list", "watch", "create", "delete")],
     # A suspended job's Service is deleted (it names the ports the job gave back); Secrets go
     # with their job through garbage collection.

@@ -76,6 +76,8 @@ std::unique_ptr<ControlPlane> ControlPlane::Start(const ControlPlaneOptions& opt
       {"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
        "kubernetes.default.svc.cluster.local", "10.96.0.1"});
   plane->ca_pem_ = certs.ca_cert_pem;
+  plane->serving_cert_pem_ = certs.server_cert_pem;
+  plane->serving_key_pem_ = certs.server_key_pem;
   WritePrivateFile(dir / "ca.crt", certs.ca_cert_pem);
   WritePrivateFile(dir / "apiserver.crt", certs.server_cert_pem);
   WritePrivateFile(dir / "apiserver.key", certs.server_key_pem);

@@ -47,9 +47,10 @@ class ControlPlane {
   std::string admin_token() const { return admin_token_; }
   // The token of a Node named in ControlPlaneOptions::node_names.
   std::string node_token(const std::string& node) const;
-  // The API server's serving certificate and key (PEM files; the certificate names 127.0.0.1).
-  std::filesystem::path serving_cert() const { return options_.dir / "apiserver.crt"; }
-  std::filesystem::path serving_key() const { return options_.dir / "apiserver.key"; }
+  // The API server's serving certificate and key (PEM; the certificate names 127.0.0.1), for a
+  // proxy in front of it that clients verify with the same CA.
+  std::string serving_cert_pem() const { return serving_cert_pem_; }
+  std::string serving_key_pem() const { return serving_key_pem_; }
   // The API server's audit log: one JSON audit.k8s.io/v1 Event per line, level Metadata.
   std::filesystem::path audit_log() const;
   // The components' processes by name ("etcd", "kube-apiserver", ...), for tests that check they
@@ -67,6 +68,8 @@ class ControlPlane {
   ControlPlaneOptions options_;
   int port_ = 0;
   std::string ca_pem_;
+  std::string serving_cert_pem_;
+  std::string serving_key_pem_;
   std::string admin_token_;
   std::map<std::string, std::string> node_tokens_;
   // In start order; stopped in reverse.

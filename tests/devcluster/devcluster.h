@@ -1,10 +1,12 @@
-// devcluster: an in-process Kubernetes API server over HTTPS for tests and the demo. Real
-// kubectl and the operator's client talk to it as to a cluster: discovery, OpenAPI, CRDs and
-// custom resources, CRUD, patches, watch, Tables, garbage collection and fault injection.
+// devcluster: the real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler; control_plane.h) plus the one part that cannot run here for real, a node agent
+// per Node (the kubelet stand-in, kubelet/), cluster DNS for the Pods as a hosts file, and a fault
+// proxy in front of the API server for reliability tests. Real kubectl and the operator's client
+// talk to it as to any cluster.
 #pragma once
 
 #include <chrono>
-#include <cstddef>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,61 +19,78 @@
 namespace ringleader::devcluster {
 
 struct Options {
-  std::string listen_host = "127.0.0.1";
-  int port = 0;                              // 0 picks a free port
-  std::string data_dir;                      // where ca.crt, token and kubeconfig are written ("" = none)
-  std::size_t max_body_bytes = 3 << 20;      // larger request bodies get 413
-  std::size_t watch_history = 10000;         // events kept for watch resume; older RVs get 410
-  std::chrono::milliseconds bookmark_interval{10000};  // for watches with allowWatchBookmarks
-  std::vector<NodeConfig> nodes = DefaultNodes();      // served as Nodes from the start
-  // Bind every Pod without spec.nodeName to a node as kube-scheduler would, or mark it
-  // PodScheduled=False with a FailedScheduling Event. Off by default: a bind changes the Pod's
-  // resourceVersion, so clients updating Pods they just created would otherwise get 409s.
-  bool schedule_pods = false;
-  // Run bound Pods as local processes (the kubelet, tests/devcluster/kubelet): each container's
-  // image names a program in `images` (by image, or by repository without the tag). Implies
-  // schedule_pods. As root the Nodes and Pods get network namespaces named from network_prefix.
+  // Where the control plane's files, the kubeconfig, ca.crt and token go; "" makes a temporary
+  // directory that Stop() removes.
+  std::string data_dir;
+  std::vector<NodeConfig> nodes = DefaultNodes();
+  // Start a node agent per Node: it registers the Node (Ready, with its capacity), and runs the
+  // Pods the real scheduler binds there as local processes: each container's image names a
+  // program in `images` (by image, or by repository without the tag). As root the Nodes and Pods
+  // get network namespaces named from network_prefix. Without it no Node exists and Pods stay
+  // Pending, which is all an API-only test needs.
   bool run_pods = false;
   std::map<std::string, std::string> images = {};
-  std::string pods_dir = {};  // the kubelet's root: pods/, hosts; "" = data_dir + "/kubelet"
+  std::string pods_dir = {};  // the agents' root: pods/, hosts; "" = data_dir + "/kubelet"
   std::string network_prefix = "rl";
-  // Append a JSON line per request (user, RBAC attributes, decision) to this file ("" = none).
-  std::string audit_log = {};
+  // --feature-gates for every control-plane component.
+  std::vector<std::string> feature_gates = {};
   // Called with (namespace, Pod name, network namespace, address) before a Pod's containers
   // start (kubelet::KubeletOptions::on_pod_network_for_test).
   std::function<void(const std::string&, const std::string&, const std::string&, const std::string&)>
       on_pod_network_for_test = {};
 };
 
-class Server;
+class ControlPlane;
+class FaultProxy;
 namespace kubelet {
+class ClusterDns;
+class Kubelet;
 class PodNetwork;
 }  // namespace kubelet
 
 class DevCluster {
  public:
-  // Generates the CA and token, starts serving and writes the client files. Throws
-  // std::runtime_error naming the problem (port in use, unwritable data dir, TLS failure).
+  // Starts the control plane, the fault proxy and (with run_pods) the node agents, waits until
+  // every Node is Ready and schedulable, and writes the client files. Throws std::runtime_error
+  // naming the part that failed.
   static std::unique_ptr<DevCluster> Start(const Options& options);
 
   DevCluster(const DevCluster&) = delete;
   DevCluster& operator=(const DevCluster&) = delete;
   ~DevCluster();
 
-  std::string url() const;              // https://127.0.0.1:PORT
-  std::string kubeconfig_path() const;  // "" when Options::data_dir was empty
+  // The API server itself (what the kubeconfig names): https://127.0.0.1:PORT.
+  std::string url() const;
+  // The fault proxy in front of it (same CA and tokens): clients under a reliability test
+  // connect here, and faults() decides what they get.
+  std::string proxy_url() const;
+  std::string kubeconfig_path() const;
   std::string ca_pem() const;
-  std::string token() const;
+  std::string token() const;  // cluster-admin
   Faults& faults();
+  // The API server's audit log (audit.k8s.io/v1 Events, one JSON object per line).
+  std::filesystem::path audit_log() const;
+  ControlPlane& control_plane() { return *control_plane_; }
   // The Pods' network when run_pods made one (root), for tests that break a route; else null.
   kubelet::PodNetwork* pod_network();
 
-  // Ends every watch, stops listening and waits for handlers to finish. Idempotent.
+  // Stops the node agents (their Pods' processes), the proxy and the control plane. Idempotent.
   void Stop();
 
  private:
-  explicit DevCluster(std::unique_ptr<Server> server);
-  std::unique_ptr<Server> server_;
+  DevCluster();
+  void StartNodeAgents();
+  void WaitForSchedulableNodes(std::chrono::steady_clock::time_point deadline);
+
+  Options options_;
+  std::filesystem::path dir_;
+  bool owns_dir_ = false;
+  std::string kubeconfig_path_;
+  std::unique_ptr<ControlPlane> control_plane_;
+  std::unique_ptr<FaultProxy> proxy_;
+  std::unique_ptr<kubelet::PodNetwork> network_;
+  std::unique_ptr<kubelet::ClusterDns> dns_;
+  std::vector<std::unique_ptr<kubelet::Kubelet>> agents_;
 };
 
 }  // namespace ringleader::devcluster

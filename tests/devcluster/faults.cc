@@ -1,16 +1,55 @@
-// Fault settings and the per-request decision.
+// Fault settings, the per-request decision and the Status bodies in the API server's words.
 #include "tests/devcluster/faults.h"
 
-#include <string>
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+#include <utility>
 
 namespace ringleader::devcluster {
+namespace {
+
+// What kube-apiserver says about a stale resourceVersion (apierrors.NewConflict with
+// registry.OptimisticLockErrorMsg).
+constexpr std::string_view kObjectModified =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+[[noreturn]] void Invalid(const std::string& message) { throw std::invalid_argument(message); }
+
+// StatusDetails for a resource: "kind" holds the resource, as the real server does.
+nlohmann::json ResourceDetails(std::string_view group_resource, std::string_view name) {
+  nlohmann::json details = nlohmann::json::object();
+  const std::size_t dot = group_resource.find('.');
+  details["name"] = std::string(name);
+  if (dot != std::string_view::npos) {
+    details["group"] = std::string(group_resource.substr(dot + 1));
+  }
+  details["kind"] = std::string(group_resource.substr(0, dot));
+  return details;
+}
+
+}  // namespace
+
+nlohmann::json InjectedError::StatusBody() const {
+  nlohmann::json body = {{"kind", "Status"},
+                         {"apiVersion", "v1"},
+                         {"metadata", nlohmann::json::object()},
+                         {"status", "Failure"},
+                         {"message", message},
+                         {"reason", reason}};
+  if (details.is_object() && !details.empty()) {
+    body["details"] = details;
+  }
+  body["code"] = code;
+  return body;
+}
 
 void Faults::SetErrorRate(double rate, int code) {
-  if (rate < 0 || rate > 1) {
-    throw BadRequest("errorRate must be between 0 and 1");
+  if (!(rate >= 0 && rate <= 1)) {
+    Invalid("errorRate must be between 0 and 1");
   }
   if (code != 500 && code != 429) {
-    throw BadRequest("errorCode must be 500 or 429");
+    Invalid("errorCode must be 500 or 429");
   }
   std::lock_guard lock(mu_);
   error_rate_ = rate;
@@ -33,26 +72,20 @@ void Faults::CutWatchesEvery(int n) {
 }
 
 void Faults::CutWatches() {
-  std::function<void()> hook;
+  std::function<void()> listener;
   {
     std::lock_guard lock(mu_);
     ++cut_epoch_;
-    hook = on_cut_;
+    listener = on_cut_;
   }
-  if (hook) {
-    hook();
+  if (listener) {
+    listener();
   }
 }
 
 void Faults::Compact() {
-  std::function<void()> hook;
-  {
-    std::lock_guard lock(mu_);
-    hook = on_compact_;
-  }
-  if (hook) {
-    hook();
-  }
+  std::lock_guard lock(mu_);
+  compacted_rv_ = std::max(compacted_rv_, newest_rv_seen_);
 }
 
 void Faults::Reset() {
@@ -75,22 +108,22 @@ nlohmann::json Faults::ToJson() const {
 
 void Faults::ApplyJson(const nlohmann::json& body) {
   if (!body.is_object()) {
-    throw BadRequest("the faults body must be a JSON object");
+    Invalid("the faults body must be a JSON object");
   }
   auto integer = [&](const char* key) {
     const auto& v = body.at(key);
     if (!v.is_number_integer()) {
-      throw BadRequest(std::string(key) + " must be an integer");
+      Invalid(std::string(key) + " must be an integer");
     }
     return v.get<long long>();
   };
   for (const auto& [key, value] : body.items()) {
     if (key != "errorRate" && key != "errorCode" && key != "conflictNextWrites" && key != "latencyMs" &&
         key != "cutWatchesEvery" && key != "cutWatches" && key != "compact" && key != "reset") {
-      throw BadRequest("unknown fault \"" + key + "\"");
+      Invalid("unknown fault \"" + key + "\"");
     }
     if ((key == "cutWatches" || key == "compact" || key == "reset") && !value.is_boolean()) {
-      throw BadRequest(key + " must be a boolean");
+      Invalid(key + " must be a boolean");
     }
   }
   if (body.contains("reset") && body["reset"].get<bool>()) {
@@ -102,7 +135,7 @@ void Faults::ApplyJson(const nlohmann::json& body) {
     int code = current["errorCode"].get<int>();
     if (body.contains("errorRate")) {
       if (!body["errorRate"].is_number()) {
-        throw BadRequest("errorRate must be a number");
+        Invalid("errorRate must be a number");
       }
       rate = body["errorRate"].get<double>();
     }
@@ -128,17 +161,25 @@ void Faults::ApplyJson(const nlohmann::json& body) {
   }
 }
 
-std::optional<ApiError> Faults::Decide(bool is_write) {
+std::optional<InjectedError> Faults::Decide(bool is_write, std::string_view group_resource,
+                                            std::string_view name) {
   std::lock_guard lock(mu_);
   if (is_write && conflict_next_writes_ > 0) {
     --conflict_next_writes_;
-    return Conflict("devcluster", "fault-injection", kObjectModified);
+    return InjectedError{409, "Conflict",
+                         "Operation cannot be fulfilled on " + std::string(group_resource) + " \"" +
+                             std::string(name) + "\": " + std::string(kObjectModified),
+                         ResourceDetails(group_resource, name)};
   }
   if (error_rate_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < error_rate_) {
     if (error_code_ == 429) {
-      return TooManyRequests("too many requests (devcluster fault injection), please try again later", 1);
+      return InjectedError{429, "TooManyRequests",
+                           "too many requests (devcluster fault injection), please try again later",
+                           {{"retryAfterSeconds", 1}}, 1};
     }
-    return InternalError("devcluster fault injection");
+    const std::string what = "devcluster fault injection";
+    return InjectedError{500, "InternalError", "Internal error occurred: " + what,
+                         {{"causes", nlohmann::json::array({{{"message", what}}})}}};
   }
   return std::nullopt;
 }
@@ -158,10 +199,31 @@ std::uint64_t Faults::cut_epoch() const {
   return cut_epoch_;
 }
 
-void Faults::SetHooksForServer(std::function<void()> on_cut, std::function<void()> on_compact) {
+void Faults::ObserveResourceVersion(std::uint64_t rv) {
+  std::lock_guard lock(mu_);
+  newest_rv_seen_ = std::max(newest_rv_seen_, rv);
+}
+
+std::optional<InjectedError> Faults::ExpiredWatch(std::string_view resource_version) const {
+  std::uint64_t rv = 0;
+  const char* end = resource_version.data() + resource_version.size();
+  if (resource_version.empty() || std::from_chars(resource_version.data(), end, rv).ptr != end ||
+      rv == 0) {
+    return std::nullopt;  // "" and "0" watch from now; the server judges anything unparsable
+  }
+  std::lock_guard lock(mu_);
+  if (rv >= compacted_rv_) {
+    return std::nullopt;
+  }
+  // As the watch cache words it: the requested version and the oldest one it still has.
+  return InjectedError{410, "Expired",
+                       "too old resource version: " + std::to_string(rv) + " (" +
+                           std::to_string(compacted_rv_) + ")"};
+}
+
+void Faults::SetCutListener(std::function<void()> on_cut) {
   std::lock_guard lock(mu_);
   on_cut_ = std::move(on_cut);
-  on_compact_ = std::move(on_compact);
 }
 
 }  // namespace ringleader::devcluster

@@ -59,31 +59,34 @@ expect_text() {
   pass "$1"
 }
 
-# A throwaway HOME: the gcloud kubectl dispatcher caches the server version and discovery there.
+# A throwaway HOME: kubectl caches discovery there. kubectl of the server's own release first
+# (scripts/build-control-plane links it into .deps/bin).
 export HOME="$WORK/home"
+export PATH="$ROOT/.deps/bin:$PATH"
 mkdir -p "$HOME"
 export KUBECONFIG="$WORK/data/kubeconfig"
 KUBECTL=(timeout 60 kubectl --request-timeout=30s)
 k() { "${KUBECTL[@]}" "$@" 2>&1; }
 
-# start_devcluster [ARGS...]: runs devcluster on a scratch data dir and waits for its URL.
+# start_devcluster [ARGS...]: runs devcluster on a scratch data dir and waits for its URL (the
+# control plane takes some seconds to start; devcluster gives up by itself after 3 minutes).
 start_devcluster() {
   "$DEVCLUSTER" --data-dir "$WORK/data" "$@" >"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 1 100); do
-    grep -q "devcluster: serving" "$WORK/server.log" 2>/dev/null && break
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "devcluster exited at start"
-    sleep 0.1
+  while ! grep -q "devcluster: serving" "$WORK/server.log" 2>/dev/null; do
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "devcluster exited at start" "$(cat "$WORK/server.log")"
+    sleep 0.2
   done
-  grep -q "devcluster: serving https://127.0.0.1:[0-9]* (kubeconfig $WORK/data/kubeconfig)" "$WORK/server.log" ||
+  grep -q "devcluster: serving https://127.0.0.1:[0-9]* (kubeconfig $WORK/data/kubeconfig" "$WORK/server.log" ||
     fail "devcluster did not announce itself" "$(cat "$WORK/server.log")"
   URL=$(sed -n 's/^devcluster: serving \(https:[^ ]*\) .*/\1/p' "$WORK/server.log")
 }
 
-# stop_devcluster: SIGTERM, and devcluster must exit 0 within 10 s.
+# stop_devcluster: SIGTERM, and devcluster (its Pods, then the control plane) must exit 0 within
+# 30 s.
 stop_devcluster() {
   kill -TERM "$SERVER_PID"
-  for _ in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 1 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
   kill -0 "$SERVER_PID" 2>/dev/null && fail "devcluster did not exit on SIGTERM"
   wait "$SERVER_PID"
   local rc=$?

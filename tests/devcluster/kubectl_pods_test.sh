@@ -142,7 +142,7 @@ out=$("${KUBECTL[@]}" --token="$(k create token deleter)" create --raw /api/v1/n
 expect_text "delete on pods does not allow an eviction" \
   'User "system:serviceaccount:default:deleter" cannot create resource "pods/eviction" in API group "" in the namespace "default"' "$out"
 out=$("${KUBECTL[@]}" --token="$(k create token evictor)" create --raw /api/v1/namespaces/default/pods/target/eviction -f "$WORK/target.json" 2>&1)
-expect_text "create on pods/eviction does" '"code":201,"kind":"Status","metadata":{},"status":"Success"' "$out"
+expect_text "create on pods/eviction does" '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}' "$out"
 
 # --- Logs: exact last lines, an init container's, and what the server refuses.
 k apply -f - >/dev/null <<'YAML'

@@ -9,11 +9,12 @@
 namespace {
 
 int Usage() {
-  std::cerr << "usage: devcluster --data-dir DIR [--listen HOST:PORT] [--max-body-bytes N] [--watch-history N]\n"
-               "                  [--audit-log FILE]\n"
-               "                  [--run-pods --image IMAGE=PROGRAM ... [--network-prefix NAME]]\n"
-               "  --run-pods  schedule Pods onto the simulated Nodes and run their containers as local\n"
-               "              processes; --image maps a container image (or its repository) to a program\n";
+  std::cerr << "usage: devcluster --data-dir DIR [--run-pods --image IMAGE=PROGRAM ... [--network-prefix NAME]]\n"
+               "                  [--feature-gates NAME=BOOL,...]\n"
+               "  starts the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)\n"
+               "  and writes DIR/kubeconfig; its components' logs and the audit log go under DIR/control-plane\n"
+               "  --run-pods  node agents register Nodes and run the Pods scheduled there as local processes;\n"
+               "              --image maps a container image (or its repository) to a program\n";
   return 2;
 }
 
@@ -34,27 +35,16 @@ int main(int argc, char** argv) {
     try {
       if (arg == "--data-dir") {
         options.data_dir = value;
-      } else if (arg == "--listen") {
-        const auto colon = value.rfind(':');
-        if (colon == std::string::npos) {
-          return Usage();
-        }
-        options.listen_host = value.substr(0, colon);
-        options.port = std::stoi(value.substr(colon + 1));
-      } else if (arg == "--max-body-bytes") {
-        options.max_body_bytes = std::stoul(value);
-      } else if (arg == "--watch-history") {
-        options.watch_history = std::stoul(value);
       } else if (arg == "--image") {
         const auto equals = value.find('=');
         if (equals == std::string::npos || equals == 0 || equals + 1 == value.size()) {
           return Usage();
         }
         options.images[value.substr(0, equals)] = value.substr(equals + 1);
-      } else if (arg == "--audit-log") {
-        options.audit_log = value;
       } else if (arg == "--network-prefix") {
         options.network_prefix = value;
+      } else if (arg == "--feature-gates") {
+        options.feature_gates.push_back(value);
       } else {
         return Usage();
       }
@@ -80,8 +70,8 @@ int main(int argc, char** argv) {
     std::cerr << "devcluster: " << e.what() << "\n";
     return 1;
   }
-  std::cout << "devcluster: serving " << cluster->url() << " (kubeconfig " << cluster->kubeconfig_path() << ")"
-            << std::endl;
+  std::cout << "devcluster: serving " << cluster->url() << " (kubeconfig " << cluster->kubeconfig_path()
+            << ", audit log " << cluster->audit_log().string() << ")" << std::endl;
 
   int received = 0;
   sigwait(&signals, &received);

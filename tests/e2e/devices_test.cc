@@ -1,16 +1,20 @@
-// The preflight tests the trainers' own devices: devcluster's kubelet plays the NVIDIA device
+// The preflight tests the trainers' own devices: devcluster's node agent plays the NVIDIA device
 // plugin (NVIDIA_VISIBLE_DEVICES per container, an init container's devices reused by the app
-// containers that ask for the same resource) and its scheduler counts a Pod's request as
-// max(largest init container, sum of app containers), as the real ones do.
+// containers that ask for the same resource, as the kubelet's device manager does), and the real
+// kube-scheduler counts the Node's GPUs from its status and a Pod's request as
+// max(largest init container, sum of app containers).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "tests/e2e/audit_log.h"
 #include "tests/e2e/end_to_end.h"
 #include "tests/e2e/job_status.h"
 
@@ -81,6 +85,17 @@ TEST(DevicesTest, EachPodsPreflightTestsExactlyTheGpusItsTrainerGetsOnAShared4Gp
     EXPECT_FALSE(sidecar.value("/resources/limits"_json_pointer, json::object()).contains("nvidia.com/gpu"));
   }
   EXPECT_EQ(all.size(), 4u);
+  // What the scheduler counted: the Node's GPUs as its agent registered them, and both Pods bound
+  // by kube-scheduler itself.
+  const json node = bed.Get("node", "node-a");
+  EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "4") << node.dump(2);
+  const std::vector<AuditedRequest> audited = ReadAuditLog(bed.cluster().audit_log());
+  for (const char* pod : {"gpus-0", "gpus-1"}) {
+    EXPECT_TRUE(std::any_of(audited.begin(), audited.end(), [&](const AuditedRequest& request) {
+      return request.verb == "create" && request.resource == "pods" && request.subresource == "binding" &&
+             request.name == pod && request.user == "system:kube-scheduler" && request.code == 201;
+    })) << pod << " was not bound by kube-scheduler";
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// EndToEnd: devcluster with its kubelet, the operator and kubectl, for the end-to-end tests.
+// EndToEnd: devcluster with its node agents, the operator and kubectl, for the end-to-end tests.
 #include "tests/e2e/end_to_end.h"
 
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "tests/devcluster/kubelet/pod_network.h"
+#include "tests/e2e/wait_until.h"
 #include "tests/support/test_environment.h"
 
 namespace ringleader::testing {
@@ -255,13 +256,32 @@ std::string EndToEnd::AllPodLogs() {
 }
 
 std::string EndToEnd::PodLog(const std::string& pod, const std::string& container) {
-  const json current = Get("pod", pod);
-  if (!current.is_object()) {
-    return "";
+  const CommandOutput logs = Kubectl({"logs", pod, "-c", container});
+  return logs.exit_code == 0 ? logs.output : "";
+}
+
+bool EndToEnd::WaitForGarbageCollector(std::chrono::seconds timeout) {
+  const std::string probe = "garbage-collector-probe";
+  const CommandOutput applied =
+      Apply(probe, "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + probe +
+                       "\n  namespace: default\nspec:\n  replicas: 1\n  runPolicy:\n    suspend: true\n"
+                       "  template:\n    spec:\n      containers:\n        - name: trainer\n"
+                       "          image: ringleader/example-trainer:0.1.0\n");
+  if (applied.exit_code != 0) {
+    throw std::runtime_error("kubectl apply of the garbage collector's probe failed: " + applied.output);
   }
-  const std::string uid = current["metadata"].value("uid", "");
-  return ReadLog(dir_ / "devcluster" / "kubelet" / "pods" / ("default_" + pod + "_" + uid) / "logs" /
-                 (container + ".log"));
+  // Foreground: the API server only marks it; the collector removes the mark once it sees it.
+  const CommandOutput deleted =
+      Kubectl({"delete", "trainingjob", probe, "--cascade=foreground", "--wait=false"});
+  if (deleted.exit_code != 0) {
+    throw std::runtime_error("kubectl delete of the garbage collector's probe failed: " + deleted.output);
+  }
+  return WaitUntil(
+      [&] {
+        const CommandOutput got = Kubectl({"get", "trainingjob", probe, "-o", "name"});
+        return got.exit_code != 0 && got.output.find("NotFound") != std::string::npos;
+      },
+      timeout, std::chrono::milliseconds(250));
 }
 
 std::string EndToEnd::Diagnostics() {

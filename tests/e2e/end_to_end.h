@@ -1,6 +1,6 @@
-// The end-to-end bed: devcluster running Pods (its kubelet, as root: network namespaces and
-// cluster DNS), the real ringleader-operator as a process, real kubectl, and the real sidecar and
-// example trainer as the images' programs.
+// The end-to-end bed: devcluster (the real control plane, and its node agents running Pods as
+// root: network namespaces and cluster DNS), the real ringleader-operator as a process, real
+// kubectl, and the real sidecar and example trainer as the images' programs.
 #pragma once
 
 #include <chrono>
@@ -54,8 +54,8 @@ class EndToEnd {
   static bool Supported(std::string* why);
 
   enum class Operator { kStart, kLater };
-  // Starts devcluster with the kubelet (after `customize` adjusts its options), installs the CRD
-  // with kubectl and, unless told kLater, starts the operator with the bed's own flags.
+  // Starts devcluster with its node agents (after `customize` adjusts its options), installs the
+  // CRD with kubectl and, unless told kLater, starts the operator with the bed's own flags.
   explicit EndToEnd(const std::function<void(devcluster::Options&)>& customize = {},
                     Operator start = Operator::kStart);
   ~EndToEnd();
@@ -78,15 +78,23 @@ class EndToEnd {
                             std::chrono::seconds timeout);
   // Writes `yaml` to a file and applies it with kubectl; the output when that fails.
   CommandOutput Apply(const std::string& name, const std::string& yaml);
-  // A container's log in the Pod's current incarnation ("" if none).
+  // A container's log in the Pod's current incarnation, as `kubectl logs` reads it through the
+  // API server ("" if there is none).
   std::string PodLog(const std::string& pod, const std::string& container);
+  // Waits until the controller manager's garbage collector watches TrainingJobs, so that deleting
+  // one deletes its children at once, as on a cluster whose CRD is older than a few seconds: the
+  // collector picks a new resource up at its discovery sync, every 30 s. The proof is a suspended
+  // probe job deleted in the foreground, which only the collector can finish deleting. Whether it
+  // went within `timeout`.
+  bool WaitForGarbageCollector(std::chrono::seconds timeout);
   // Writes `file` for Prometheus' file_sd as the chart's PodMonitor would find the job's sidecars:
   // each Pod's address and the job's metrics port, labelled namespace and pod. Waits up to
   // `timeout` for the port and every address; false if they did not come. Written whole (a
   // rename), so Prometheus never reads half a file.
   bool WritePodMonitorTargets(const std::filesystem::path& file, const std::string& job, int replicas,
                               std::chrono::seconds timeout);
-  // Every container log of every Pod run so far, joined (for searching all of them at once).
+  // Every container log of every Pod run so far, deleted ones too, joined (for searching all of
+  // them at once): the node agents' files, which outlive the Pods.
   std::string AllPodLogs();
   // The operator's log, the Pods' statuses, the Events, and the container logs of every Pod run so
   // far (replaced ones too), for failure messages.

@@ -1,6 +1,7 @@
-// End to end on devcluster: kubectl applies a TrainingJob, the operator creates its Pods, the
-// kubelet runs the real sidecar and trainer in network namespaces, and the job succeeds or fails
-// as it should.
+// End to end on devcluster: kubectl applies a TrainingJob to the real API server, the operator
+// creates its Pods, the real scheduler binds them, the node agents (the kubelet stand-in) run the
+// real sidecar and trainer in network namespaces, and the job succeeds or fails as it should.
+#include "tests/e2e/audit_log.h"
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
 #include "tests/e2e/job_status.h"
@@ -59,6 +60,10 @@ std::string CommandLines(const std::set<int>& pids) {
   }
   return out;
 }
+
+// Who kube-controller-manager's garbage collector is to the API server (it runs with service
+// account credentials).
+constexpr char kGarbageCollector[] = "system:serviceaccount:kube-system:generic-garbage-collector";
 
 class EndToEndTest : public BedTest {};
 
@@ -126,7 +131,9 @@ TEST_F(EndToEndTest, PrometheusScrapesBusBandwidthFromEveryRankWhileTheJobTrains
   EXPECT_EQ(checksums.size(), 1u);
 }
 
-TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
+// The operator sets no finalizer: the job's children go by their owner reference, deleted by the
+// controller manager's garbage collector, and the processes with the Pods.
+TEST_F(EndToEndTest, DeletingARunningJobGarbageCollectsItsChildrenEndsItsProcessesAndFreesItsPorts) {
   {
     const CommandOutput applied =
         bed_->Apply("long", JobYaml({.name = "long", .replicas = 2, .steps = 600, .step_delay_ms = 100}));
@@ -137,6 +144,16 @@ TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
   const int master_port = running["status"]["ports"]["master"];
   const std::set<int> processes = JobProcesses("long");
   ASSERT_EQ(processes.size(), 4u) << "two sidecars and two trainers:\n" << CommandLines(processes) << bed_->Diagnostics();
+  // The children, each owned by the job.
+  const std::vector<std::pair<std::string, std::string>> children = {
+      {"pods", "long-0"}, {"pods", "long-1"}, {"services", "long"}, {"secrets", "long-ringleader-token"}};
+  for (const auto& [resource, name] : children) {
+    const json child = bed_->Get(resource, name);
+    ASSERT_TRUE(child.is_object()) << resource << "/" << name << bed_->Diagnostics();
+    EXPECT_EQ(child["metadata"]["ownerReferences"][0].value("uid", ""), running["metadata"].value("uid", ""))
+        << resource << "/" << name;
+  }
+  ASSERT_TRUE(bed_->WaitForGarbageCollector(seconds(60))) << bed_->Diagnostics();
 
   const auto deleted_at = std::chrono::steady_clock::now();
   ASSERT_EQ(bed_->Kubectl({"delete", "trainingjob", "long"}).exit_code, 0);
@@ -145,6 +162,23 @@ TEST_F(EndToEndTest, DeletingARunningJobEndsItsProcessesAndReleasesItsPorts) {
             std::chrono::milliseconds(100));
   EXPECT_TRUE(JobProcesses("long").empty()) << bed_->Diagnostics();
   EXPECT_LT(std::chrono::steady_clock::now() - deleted_at, seconds(10));
+
+  const bool children_gone = WaitUntil(
+      [&] {
+        return std::all_of(children.begin(), children.end(),
+                           [&](const auto& child) { return bed_->Get(child.first, child.second).is_null(); });
+      },
+      seconds(30), std::chrono::milliseconds(250));
+  ASSERT_TRUE(children_gone) << bed_->Diagnostics();
+  // The garbage collector deleted every one (a Pod then ends as its node agent confirms it).
+  const std::vector<AuditedRequest> audited = ReadAuditLog(bed_->cluster().audit_log());
+  for (const auto& [resource, name] : children) {
+    const bool by_collector = std::any_of(audited.begin(), audited.end(), [&](const AuditedRequest& request) {
+      return request.verb == "delete" && request.resource == resource && request.name == name &&
+             request.namespace_ == "default" && request.user == kGarbageCollector && request.code / 100 == 2;
+    });
+    EXPECT_TRUE(by_collector) << resource << "/" << name << " was not deleted by " << kGarbageCollector;
+  }
 
   // Its ports went back to the operator: the next job is handed the same block.
   {
@@ -225,7 +259,7 @@ TEST_F(EndToEndTest, SixHostNetworkJobsPackOntoTwoNodesWithoutAPortCollision) {
     }
     last_start = std::max(last_start, job["status"].value("startTime", ""));
     first_completion = std::min(first_completion, job["status"].value("completionTime", ""));
-    // The two ranks share their hostPorts, so the scheduler must put them on different nodes.
+    // The two ranks share their hostPorts, so kube-scheduler must put them on different nodes.
     const json rank0 = bed_->Get("pod", name + "-0");
     const json rank1 = bed_->Get("pod", name + "-1");
     EXPECT_NE(rank0["spec"]["nodeName"], rank1["spec"]["nodeName"]) << name;
@@ -235,6 +269,38 @@ TEST_F(EndToEndTest, SixHostNetworkJobsPackOntoTwoNodesWithoutAPortCollision) {
   const std::string logs = bed_->AllPodLogs();
   EXPECT_EQ(logs.find("Address already in use"), std::string::npos) << logs;
   EXPECT_EQ(logs.find("EADDRINUSE"), std::string::npos);
+}
+
+// The CRD's OpenAPI schema and CEL rules are kube-apiserver's to enforce: kubectl apply of a bad
+// TrainingJob fails with the server's own words, and nothing is stored. Needs no Pods and no
+// operator.
+TEST(EndToEndApiTest, KubectlApplyOfABadTrainingJobIsRefusedWithTheServersMessage) {
+  EndToEnd bed([](devcluster::Options& options) { options.run_pods = false; }, EndToEnd::Operator::kLater);
+  struct BadJob {
+    std::string name;
+    std::string spec;  // YAML under spec, indented 2
+    std::string message;
+  };
+  const std::vector<BadJob> bad = {
+      // The schema's minimum.
+      {"bad-replicas", "  replicas: -1\n",
+       "The TrainingJob \"bad-replicas\" is invalid: spec.replicas: Invalid value: -1: spec.replicas in body "
+       "should be greater than or equal to 1"},
+      // A CEL rule across fields.
+      {"bad-backend", "  replicas: 2\n  communication:\n    backend: nccl\n",
+       "The TrainingJob \"bad-backend\" is invalid: spec.communication.backend: Invalid value: "
+       "communication.backend nccl needs gpusPerReplica of at least 1"},
+  };
+  for (const BadJob& job : bad) {
+    const CommandOutput applied =
+        bed.Apply(job.name, "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + job.name +
+                                "\n  namespace: default\nspec:\n" + job.spec +
+                                "  template:\n    spec:\n      containers:\n        - name: trainer\n"
+                                "          image: ringleader/example-trainer:0.1.0\n");
+    EXPECT_NE(applied.exit_code, 0) << job.name << ": " << applied.output;
+    EXPECT_THAT(applied.output, HasSubstr(job.message)) << job.name;
+    EXPECT_TRUE(bed.Get("trainingjob", job.name).is_null()) << job.name << " was stored";
+  }
 }
 
 }  // namespace

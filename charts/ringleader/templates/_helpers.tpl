@@ -59,6 +59,10 @@ tests/e2e/chart_install_test checks each grant is used.
 - apiGroups: [ringleader.dev]
   resources: [trainingjobs/status]
   verbs: [update]
+{{- /* Children carry blockOwnerDeletion; where OwnerReferencesPermissionEnforcement runs, the API server admits that only for who may update the owner's finalizers. */}}
+- apiGroups: [ringleader.dev]
+  resources: [trainingjobs/finalizers]
+  verbs: [update]
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, create, delete]

@@ -55,6 +55,29 @@ void NoteContainerRunStart(const std::filesystem::path& pod_dir, const std::stri
   }
 }
 
+std::uintmax_t LastRunStart(const std::filesystem::path& pod_dir, const std::string& container) {
+  return RunStarts(pod_dir, container).back();
+}
+
+std::string ReadContainerLogFrom(const std::filesystem::path& pod_dir, const std::string& container,
+                                 std::uintmax_t& offset) {
+  std::ifstream in(ContainerLogPath(pod_dir, container), std::ios::binary);
+  if (!in) {
+    return "";
+  }
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (end < 0 || static_cast<std::uintmax_t>(end) <= offset) {
+    return "";
+  }
+  std::string text(static_cast<std::size_t>(static_cast<std::uintmax_t>(end) - offset), '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  offset += text.size();
+  return text;
+}
+
 std::string ReadContainerRun(const std::filesystem::path& pod_dir, const std::string& container, ContainerRun run) {
   const std::vector<std::uintmax_t> starts = RunStarts(pod_dir, container);
   if (run == ContainerRun::kBeforeLast && starts.size() < 2) {

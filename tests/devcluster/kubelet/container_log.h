@@ -4,6 +4,7 @@
 // run or the one before it, as a real kubelet keeps one log per container instance.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -18,6 +19,13 @@ std::filesystem::path ContainerRunNotesDir(const std::filesystem::path& pod_dir)
 
 // Notes that a run of `container` starts now. Throws std::runtime_error naming the file.
 void NoteContainerRunStart(const std::filesystem::path& pod_dir, const std::string& container);
+
+// Where the last run's output starts in the container's log file (0 without notes).
+std::uintmax_t LastRunStart(const std::filesystem::path& pod_dir, const std::string& container);
+// The log file's bytes from `offset` to its current end; `offset` moves to that end. "" when
+// there is no log or nothing new.
+std::string ReadContainerLogFrom(const std::filesystem::path& pod_dir, const std::string& container,
+                                 std::uintmax_t& offset);
 
 enum class ContainerRun { kLast, kBeforeLast };
 // What one run wrote: "" when there is no log or no such run. A log without notes is one run.

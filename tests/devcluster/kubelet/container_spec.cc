@@ -1,4 +1,4 @@
-// Computes a container's local launch from core/v1 JSON and writes Secret volumes; see
+// Computes a container's local launch from core/v1 JSON and writes key-file volumes; see
 // container_spec.h for the Kubernetes semantics kept and the ones simplified.
 #include "tests/devcluster/kubelet/container_spec.h"
 
@@ -92,26 +92,77 @@ std::string FieldRefValue(const json& pod, const std::string& field_path, const 
                               "\" is not supported");
 }
 
-// The container's own `env` entries, resolved in order (no defaults).
+// The values of a Secret (`secret`) or ConfigMap the context holds, or null when it does not exist.
+const std::map<std::string, std::string>* ObjectValues(const LaunchContext& context, bool secret,
+                                                       const std::string& name) {
+  const auto& objects = secret ? context.secrets : context.config_maps;
+  const auto it = objects.find(name);
+  return it == objects.end() ? nullptr : &it->second;
+}
+
+// The container's envFrom, then its own `env` entries, resolved in order (no defaults).
 std::map<std::string, std::string> ContainerEnv(const json& pod, const json& container, const LaunchContext& context) {
   const std::string container_name = ContainerName(container);
-  if (container.contains("envFrom") && !container["envFrom"].empty()) {
-    throw std::invalid_argument("container \"" + container_name + "\": envFrom is not supported");
-  }
+  const std::string ns = StringAt(pod, "/metadata/namespace"_json_pointer);
+  const auto refused = [&](const std::string& why) {
+    return std::invalid_argument("container \"" + container_name + "\": " + why);
+  };
   std::map<std::string, std::string> env;
+  for (const json& source : container.value("envFrom", json::array())) {
+    const bool secret = source.contains("secretRef");
+    if (!secret && !source.contains("configMapRef")) {
+      throw refused("envFrom: only configMapRef and secretRef are supported");
+    }
+    const json& ref = secret ? source["secretRef"] : source["configMapRef"];
+    const std::string name = ref.value("name", std::string());
+    const std::map<std::string, std::string>* values = ObjectValues(context, secret, name);
+    if (values == nullptr) {
+      if (ref.value("optional", false)) {
+        continue;
+      }
+      throw refused(std::string(secret ? "secret" : "configmap") + " \"" + name + "\" not found");
+    }
+    const std::string prefix = source.value("prefix", std::string());
+    for (const auto& [key, value] : *values) {
+      env[prefix + key] = value;
+    }
+  }
   for (const json& entry : container.value("env", json::array())) {
     const std::string name = entry.value("name", std::string());
-    if (entry.contains("valueFrom")) {
-      const json& source = entry["valueFrom"];
-      if (!source.contains("fieldRef") || source.size() != 1) {
-        throw std::invalid_argument("container \"" + container_name + "\": env " + name +
-                                    ": only valueFrom.fieldRef is supported");
-      }
+    if (!entry.contains("valueFrom")) {
+      env[name] = ExpandVariables(entry.value("value", std::string()), env);
+      continue;
+    }
+    const json& source = entry["valueFrom"];
+    if (source.contains("fieldRef") && source.size() == 1) {
       env[name] =
           FieldRefValue(pod, source["fieldRef"].value("fieldPath", std::string()), context, name, container_name);
-    } else {
-      env[name] = ExpandVariables(entry.value("value", std::string()), env);
+      continue;
     }
+    const bool secret = source.contains("secretKeyRef");
+    if (source.size() != 1 || (!secret && !source.contains("configMapKeyRef"))) {
+      throw refused("env " + name + ": only valueFrom.fieldRef, .secretKeyRef and .configMapKeyRef are supported");
+    }
+    const json& ref = secret ? source["secretKeyRef"] : source["configMapKeyRef"];
+    const std::string object = ref.value("name", std::string());
+    const std::string key = ref.value("key", std::string());
+    const bool optional = ref.value("optional", false);
+    const std::map<std::string, std::string>* values = ObjectValues(context, secret, object);
+    if (values == nullptr) {
+      if (optional) {
+        continue;
+      }
+      throw refused("env " + name + ": " + (secret ? "secret" : "configmap") + " \"" + object + "\" not found");
+    }
+    const auto value = values->find(key);
+    if (value == values->end()) {
+      if (optional) {
+        continue;
+      }
+      throw refused("env " + name + ": couldn't find key " + key + " in " + (secret ? "Secret " : "ConfigMap ") + ns +
+                    "/" + object);
+    }
+    env[name] = value->second;
   }
   return env;
 }
@@ -258,6 +309,26 @@ std::string ExpandVariables(const std::string& input, const std::map<std::string
   return out;
 }
 
+EnvObjectNames EnvObjects(const json& container) {
+  EnvObjectNames names;
+  for (const json& source : container.value("envFrom", json::array())) {
+    if (source.contains("secretRef")) {
+      names.secrets.insert(source["secretRef"].value("name", std::string()));
+    } else if (source.contains("configMapRef")) {
+      names.config_maps.insert(source["configMapRef"].value("name", std::string()));
+    }
+  }
+  for (const json& entry : container.value("env", json::array())) {
+    const json source = entry.value("valueFrom", json::object());
+    if (source.contains("secretKeyRef")) {
+      names.secrets.insert(source["secretKeyRef"].value("name", std::string()));
+    } else if (source.contains("configMapKeyRef")) {
+      names.config_maps.insert(source["configMapKeyRef"].value("name", std::string()));
+    }
+  }
+  return names;
+}
+
 LaunchSpec ResolveLaunch(const json& pod, const json& container, const ImageMap& images, const LaunchContext& context) {
   LaunchSpec spec;
   spec.program = ProgramFor(container, images);
@@ -308,26 +379,10 @@ LaunchSpec MapMountPathsToHost(LaunchSpec spec) {
   return spec;
 }
 
-void WriteSecretVolume(const json& secret, const json& volume_source, const std::filesystem::path& dir) {
-  const std::string secret_name = StringAt(secret, "/metadata/name"_json_pointer);
-  std::map<std::string, std::string> values;
-  // Named locals: items() refers into its object, which must outlive the loop.
-  const json data = secret.value("data", json::object());
-  const json string_data = secret.value("stringData", json::object());
-  for (const auto& [key, value] : data.items()) {
-    values[key] = Base64Decode(value.get<std::string>(), key);
-  }
-  // The API server merges stringData over data on write; honour it when a caller passes it.
-  for (const auto& [key, value] : string_data.items()) {
-    values[key] = value.get<std::string>();
-  }
-  const std::string what = "secret \"" + secret_name + "\"";
-  std::filesystem::perms default_mode = static_cast<std::filesystem::perms>(kDefaultSecretMode);
-  if (volume_source.contains("defaultMode")) {
-    default_mode = Mode(volume_source["defaultMode"], what + " defaultMode");
-  }
+void WriteKeyFiles(const std::map<std::string, std::string>& values, const json& source,
+                   std::filesystem::perms default_mode, const std::filesystem::path& dir, const std::string& what) {
   std::filesystem::create_directories(dir);
-  if (!volume_source.contains("items") || volume_source["items"].empty()) {
+  if (!source.contains("items") || !source["items"].is_array() || source["items"].empty()) {
     for (const auto& [key, value] : values) {
       if (!IsContainedRelative(key)) {
         throw std::invalid_argument(what + ": key \"" + key + "\" is not a file name");
@@ -336,8 +391,8 @@ void WriteSecretVolume(const json& secret, const json& volume_source, const std:
     }
     return;
   }
-  const bool optional = volume_source.value("optional", false);
-  for (const json& item : volume_source["items"]) {
+  const bool optional = source.value("optional", false);
+  for (const json& item : source["items"]) {
     const std::string key = item.value("key", std::string());
     const std::string path = item.value("path", std::string());
     auto it = values.find(key);
@@ -354,6 +409,31 @@ void WriteSecretVolume(const json& secret, const json& volume_source, const std:
         item.contains("mode") ? Mode(item["mode"], what + " item \"" + key + "\"") : default_mode;
     WriteFile(dir / path, it->second, mode);
   }
+}
+
+std::filesystem::perms VolumeDefaultMode(const json& source, const std::string& what) {
+  return source.contains("defaultMode") ? Mode(source["defaultMode"], what + " defaultMode")
+                                        : static_cast<std::filesystem::perms>(kDefaultSecretMode);
+}
+
+std::map<std::string, std::string> SecretValues(const json& secret) {
+  std::map<std::string, std::string> values;
+  // Named locals: items() refers into its object, which must outlive the loop.
+  const json data = secret.value("data", json::object());
+  const json string_data = secret.value("stringData", json::object());
+  for (const auto& [key, value] : data.items()) {
+    values[key] = Base64Decode(value.get<std::string>(), key);
+  }
+  // The API server merges stringData over data on write; honour it when a caller passes it.
+  for (const auto& [key, value] : string_data.items()) {
+    values[key] = value.get<std::string>();
+  }
+  return values;
+}
+
+void WriteSecretVolume(const json& secret, const json& volume_source, const std::filesystem::path& dir) {
+  const std::string what = "secret \"" + StringAt(secret, "/metadata/name"_json_pointer) + "\"";
+  WriteKeyFiles(SecretValues(secret), volume_source, VolumeDefaultMode(volume_source, what), dir, what);
 }
 
 }  // namespace ringleader::devcluster::kubelet

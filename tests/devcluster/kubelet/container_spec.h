@@ -1,9 +1,11 @@
 // How devcluster's kubelet launches one container of a Pod as a local process: the program, argv,
-// env and mounts computed from core/v1 JSON (pure), and the writer for a Secret volume's files.
+// env and mounts computed from core/v1 JSON (pure), and the writer of key-file volumes (Secret,
+// ConfigMap, projected).
 #pragma once
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,7 +31,19 @@ struct LaunchContext {
   // What the runtime adds to this container's environment for its devices (DeviceEnvironment):
   // set before the container's own `env`, which may override it, and not seen by $(VAR).
   std::map<std::string, std::string> device_env = {};
+  // The keys and values of the Secrets and ConfigMaps that `env` and `envFrom` refer to, by
+  // object name (EnvObjects lists them); a name absent here is an object that does not exist.
+  std::map<std::string, std::map<std::string, std::string>> secrets = {};
+  std::map<std::string, std::map<std::string, std::string>> config_maps = {};
 };
+
+// The Secrets and ConfigMaps a container's env (valueFrom.secretKeyRef, .configMapKeyRef) and
+// envFrom (secretRef, configMapRef) name: the kubelet reads them before the container starts.
+struct EnvObjectNames {
+  std::set<std::string> secrets;
+  std::set<std::string> config_maps;
+};
+EnvObjectNames EnvObjects(const nlohmann::json& container);
 
 struct Mount {
   std::filesystem::path host;  // a directory, or a file when the mount uses a subPath to one
@@ -55,7 +69,11 @@ struct LaunchSpec {
 //    in order (a later entry replaces an earlier one of the same name): `value` with $(VAR)
 //    expanded from earlier entries, or valueFrom.fieldRef (metadata.name, .namespace, .uid,
 //    .labels['k'], .annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP,
-//    status.hostIP). envFrom and other valueFrom sources are not supported.
+//    status.hostIP), valueFrom.secretKeyRef or .configMapKeyRef (from context.secrets and
+//    .config_maps). `envFrom` (configMapRef, secretRef, with prefix) comes before `env`, as the
+//    kubelet orders them. A missing object or key that is not `optional` throws in the kubelet's
+//    words (`secret "x" not found`, `couldn't find key k in Secret ns/x`); other valueFrom sources
+//    are not supported.
 //  - mounts: volumeMounts through context.volume_dirs, with subPath and readOnly.
 // Throws std::invalid_argument naming the container and what it cannot launch: an unmapped
 // image, an unsupported env source (naming the variable), a volume without a dir.
@@ -71,11 +89,24 @@ std::string ExpandVariables(const std::string& input, const std::map<std::string
 // host path (the deepest mount wins). Mounts are kept for the record.
 LaunchSpec MapMountPathsToHost(LaunchSpec spec);
 
-// Writes a Secret volume's files into `dir` (created if missing): every key of `data` (base64)
-// and `stringData`, or only `items` (key -> relative path, optional mode) when listed. Modes are
-// permission bits as JSON numbers (288 = 0440); an item's `mode` beats `defaultMode` (420 = 0644).
-// Throws std::invalid_argument for a missing item key (unless `optional`), bad base64, a mode
-// outside 0..0777 or a path that is absolute or climbs out with "..".
+// Writes `values` (key -> content) as files into `dir` (created if missing), as the kubelet
+// writes a Secret's or a ConfigMap's keys: every key, or only `source.items` (key -> relative
+// path, optional mode) when listed. Modes are permission bits as JSON numbers (288 = 0440); an
+// item's `mode` beats `default_mode`. `what` names the source in errors ("secret \"x\""). Throws
+// std::invalid_argument for a missing item key (unless source.optional), a mode outside 0..0777 or
+// a path that is absolute or climbs out with "..".
+void WriteKeyFiles(const std::map<std::string, std::string>& values, const nlohmann::json& source,
+                   std::filesystem::perms default_mode, const std::filesystem::path& dir, const std::string& what);
+
+// A volume source's defaultMode, 0644 (420) when absent. Throws std::invalid_argument naming `what`.
+std::filesystem::perms VolumeDefaultMode(const nlohmann::json& source, const std::string& what);
+
+// A Secret's keys and contents: `data` (base64) with `stringData` over it. Throws
+// std::invalid_argument for bad base64.
+std::map<std::string, std::string> SecretValues(const nlohmann::json& secret);
+
+// Writes a Secret volume's files into `dir`: SecretValues through WriteKeyFiles, with the volume's
+// defaultMode (420 = 0644 when absent).
 void WriteSecretVolume(const nlohmann::json& secret, const nlohmann::json& volume_source,
                        const std::filesystem::path& dir);
 

@@ -154,15 +154,51 @@ TEST(ResolveLaunchTest, ContextNodeNameAndHostIpWinOverThePod) {
 }
 
 TEST(ResolveLaunchTest, UnsupportedEnvSourcesNameTheVariable) {
-  const json secret_ref = {{"name", "TOKEN"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}, {"key", "k"}}}}}};
-  EXPECT_NE(InvalidArgumentText(Pod(), {{"name", "main"}, {"image", "trainer"}, {"env", {secret_ref}}}).find("TOKEN"),
+  const json resource_ref = {{"name", "CPUS"}, {"valueFrom", {{"resourceFieldRef", {{"resource", "limits.cpu"}}}}}};
+  EXPECT_NE(InvalidArgumentText(Pod(), {{"name", "main"}, {"image", "trainer"}, {"env", {resource_ref}}}).find("CPUS"),
             std::string::npos);
   const std::string bad_field =
       InvalidArgumentText(Pod(), {{"name", "main"}, {"image", "trainer"}, {"env", {FieldEnv("CPU", "spec.cpu")}}});
   EXPECT_NE(bad_field.find("CPU"), std::string::npos) << bad_field;
   EXPECT_NE(bad_field.find("spec.cpu"), std::string::npos) << bad_field;
-  const json env_from = {{"name", "main"}, {"image", "trainer"}, {"envFrom", {{{"configMapRef", {{"name", "c"}}}}}}};
-  EXPECT_NE(InvalidArgumentText(Pod(), env_from).find("envFrom"), std::string::npos);
+}
+
+// The preflight container copies the trainers' envFrom: the kubelet resolves it before `env`.
+TEST(ResolveLaunchTest, SecretsAndConfigMapsFeedEnvFromAndKeyRefsAndMissingOnesAreNamed) {
+  LaunchContext context = Context();
+  context.secrets["creds"] = {{"token", "s3cr3t"}};
+  context.config_maps["nccl"] = {{"NCCL_DEBUG", "INFO"}, {"LEVEL", "from-config"}};
+  const json container = json::parse(R"({"name": "main", "image": "trainer",
+      "envFrom": [{"configMapRef": {"name": "nccl"}}, {"secretRef": {"name": "creds"}, "prefix": "S_"},
+                  {"configMapRef": {"name": "absent", "optional": true}}],
+      "env": [{"name": "LEVEL", "value": "own"},
+              {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+              {"name": "DEBUG", "valueFrom": {"configMapKeyRef": {"name": "nccl", "key": "NCCL_DEBUG"}}},
+              {"name": "MAYBE", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "nope", "optional": true}}}]})");
+  const LaunchSpec spec = ResolveLaunch(Pod(), container, Images(), context);
+  EXPECT_EQ(spec.env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(spec.env.at("S_token"), "s3cr3t");
+  EXPECT_EQ(spec.env.at("LEVEL"), "own");
+  EXPECT_EQ(spec.env.at("TOKEN"), "s3cr3t");
+  EXPECT_EQ(spec.env.at("DEBUG"), "INFO");
+  EXPECT_EQ(spec.env.count("MAYBE"), 0u);
+  const EnvObjectNames names = EnvObjects(container);
+  EXPECT_EQ(names.secrets, (std::set<std::string>{"creds"}));
+  EXPECT_EQ(names.config_maps, (std::set<std::string>{"absent", "nccl"}));
+
+  const json missing_key = json::parse(R"({"name": "main", "image": "trainer",
+      "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "k"}}}]})");
+  EXPECT_NE(InvalidArgumentText(Pod(), missing_key).find("secret \"creds\" not found"), std::string::npos);
+  std::string text;
+  try {
+    ResolveLaunch(Pod(), missing_key, Images(), context);
+  } catch (const std::invalid_argument& e) {
+    text = e.what();
+  }
+  EXPECT_NE(text.find("couldn't find key k in Secret "), std::string::npos) << text;
+  const json missing_object =
+      json::parse(R"({"name": "main", "image": "trainer", "envFrom": [{"configMapRef": {"name": "c"}}]})");
+  EXPECT_NE(InvalidArgumentText(Pod(), missing_object).find("configmap \"c\" not found"), std::string::npos);
 }
 
 TEST(ResolveLaunchTest, DefaultsAndHostnameAndLaterEntriesWin) {

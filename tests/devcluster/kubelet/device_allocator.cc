@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "operator/api/quantity.h"
-#include "tests/devcluster/scheduler.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {

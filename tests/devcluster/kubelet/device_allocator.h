@@ -14,6 +14,9 @@
 
 namespace ringleader::devcluster::kubelet {
 
+// The NVIDIA device plugin's resource.
+inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+
 // The devices a Node advertises: resource name -> device IDs, in the order they are handed out.
 using DeviceInventory = std::map<std::string, std::vector<std::string>>;
 // One container's devices: resource name -> device IDs, sorted as in the inventory.

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "tests/devcluster/scheduler.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {

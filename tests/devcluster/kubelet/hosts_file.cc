@@ -1,13 +1,15 @@
-// The cluster's hosts file: which Pods have DNS names, and writing it in place.
+// The cluster's hosts file: the records cluster DNS would answer, and writing them in place.
 #include "tests/devcluster/kubelet/hosts_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -22,21 +24,13 @@ std::string Field(const json& object, const char* outer, const char* inner) {
   return value.contains(inner) && value[inner].is_string() ? value[inner].get<std::string>() : "";
 }
 
-bool SelectorMatches(const json& service, const json& pod) {
-  const json& spec = service["spec"];
-  if (!spec.contains("selector") || !spec["selector"].is_object() || spec["selector"].empty()) {
-    return false;
+std::string ServiceOf(const json& slice) {
+  if (!slice.contains("metadata") || !slice["metadata"].contains("labels") ||
+      !slice["metadata"]["labels"].is_object()) {
+    return "";
   }
-  const json labels = pod["metadata"].value("labels", json::object());
-  for (const auto& [key, value] : spec["selector"].items()) {
-    if (!labels.contains(key) || labels[key] != value) {
-      return false;
-    }
-  }
-  return true;
+  return slice["metadata"]["labels"].value("kubernetes.io/service-name", "");
 }
-
-bool Headless(const json& service) { return Field(service, "spec", "clusterIP") == "None"; }
 
 void WriteAll(int fd, const std::string& content, const std::filesystem::path& path) {
   std::size_t done = 0;
@@ -54,29 +48,51 @@ void WriteAll(int fd, const std::string& content, const std::filesystem::path& p
 
 }  // namespace
 
-std::vector<HostEntry> ClusterHostEntries(const std::vector<json>& pods, const std::vector<json>& services,
-                                          const std::function<std::string(const json& pod)>& ip_of) {
-  std::vector<HostEntry> entries;
-  for (const json& pod : pods) {
-    const std::string hostname = Field(pod, "spec", "hostname");
-    const std::string subdomain = Field(pod, "spec", "subdomain");
-    const std::string ns = Field(pod, "metadata", "namespace");
-    if (hostname.empty() || subdomain.empty()) {
-      continue;
-    }
-    const std::string ip = ip_of(pod);
-    if (ip.empty()) {
-      continue;
-    }
-    const bool served = std::any_of(services.begin(), services.end(), [&](const json& service) {
-      return Field(service, "metadata", "namespace") == ns && Field(service, "metadata", "name") == subdomain &&
-             Headless(service) && SelectorMatches(service, pod);
-    });
-    if (served) {
-      entries.push_back({ip, hostname + "." + subdomain + "." + ns + ".svc.cluster.local"});
+std::vector<HostEntry> ClusterHostEntries(const std::vector<json>& services, const std::vector<json>& endpoint_slices) {
+  // Headless Services by "namespace/name" -> whether they publish not-ready addresses.
+  std::map<std::string, bool> headless;
+  for (const json& service : services) {
+    if (Field(service, "spec", "clusterIP") == "None") {
+      headless[Field(service, "metadata", "namespace") + "/" + Field(service, "metadata", "name")] =
+          service["spec"].value("publishNotReadyAddresses", false);
     }
   }
-  std::sort(entries.begin(), entries.end(), [](const HostEntry& a, const HostEntry& b) { return a.name < b.name; });
+  std::set<std::pair<std::string, std::string>> records;  // (name, ip)
+  for (const json& slice : endpoint_slices) {
+    const std::string ns = Field(slice, "metadata", "namespace");
+    const std::string service = ServiceOf(slice);
+    const auto found = headless.find(ns + "/" + service);
+    if (service.empty() || found == headless.end() || slice.value("addressType", "") != "IPv4" ||
+        !slice.contains("endpoints") || !slice["endpoints"].is_array()) {
+      continue;
+    }
+    const std::string domain = service + "." + ns + ".svc.cluster.local";
+    for (const json& endpoint : slice["endpoints"]) {
+      if (!endpoint.is_object()) {
+        continue;
+      }
+      const json conditions = endpoint.value("conditions", json::object());
+      const bool ready = !conditions.contains("ready") || !conditions["ready"].is_boolean() ||
+                         conditions["ready"].get<bool>();
+      if (!ready && !found->second) {
+        continue;
+      }
+      const std::string hostname = endpoint.value("hostname", "");
+      for (const json& address : endpoint.value("addresses", json::array())) {
+        if (!address.is_string()) {
+          continue;
+        }
+        records.emplace(domain, address.get<std::string>());
+        if (!hostname.empty()) {
+          records.emplace(hostname + "." + domain, address.get<std::string>());
+        }
+      }
+    }
+  }
+  std::vector<HostEntry> entries;
+  for (const auto& [name, ip] : records) {
+    entries.push_back({ip, name});
+  }
   return entries;
 }
 

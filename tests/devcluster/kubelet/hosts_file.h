@@ -1,9 +1,9 @@
 // Cluster DNS for devcluster's Pods as a hosts file: the names a headless Service gives its Pods
 // (hostname.subdomain.namespace.svc.cluster.local), bind-mounted on every container's /etc/hosts.
+// ClusterDns (cluster_dns.h) keeps it current from the API.
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,12 +16,15 @@ struct HostEntry {
   std::string name;
 };
 
-// One entry per Pod that has an address (from `ip_of`, "" for none), a spec.hostname and a
-// spec.subdomain naming a headless Service (clusterIP None) of its namespace whose selector
-// matches the Pod's labels - the Pods that cluster DNS would answer for. Sorted by name.
-std::vector<HostEntry> ClusterHostEntries(const std::vector<nlohmann::json>& pods,
-                                          const std::vector<nlohmann::json>& services,
-                                          const std::function<std::string(const nlohmann::json& pod)>& ip_of);
+// The records cluster DNS (CoreDNS's kubernetes plugin) answers for headless Services (clusterIP
+// None), from their discovery.k8s.io/v1 EndpointSlices (label kubernetes.io/service-name): for each
+// IPv4 address of a counted endpoint "<service>.<namespace>.svc.cluster.local", and
+// "<hostname>.<service>.<namespace>.svc.cluster.local" when the endpoint has a hostname (the
+// EndpointSlice controller sets it for Pods whose spec.subdomain names the Service). An endpoint
+// counts when conditions.ready is true or absent, or when its Service sets
+// publishNotReadyAddresses. Sorted by name, then address; no duplicates.
+std::vector<HostEntry> ClusterHostEntries(const std::vector<nlohmann::json>& services,
+                                          const std::vector<nlohmann::json>& endpoint_slices);
 
 // localhost lines, then "IP NAME" per entry.
 std::string RenderHosts(const std::vector<HostEntry>& entries);

@@ -1,7 +1,7 @@
 // BuildPodStatus: a PodView as core/v1 PodStatus JSON.
 #include "tests/devcluster/kubelet/pod_status.h"
 
-#include <algorithm>
+#include <utility>
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -59,7 +59,7 @@ const json* OldCondition(const json& old_status, const std::string& type) {
 }
 
 json Condition(const json& old_status, const std::string& type, bool value, const std::string& reason,
-               const std::string& now) {
+               const std::string& message, const std::string& now) {
   const std::string status = value ? "True" : "False";
   const json* old = OldCondition(old_status, type);
   const bool same = old != nullptr && old->value("status", "") == status;
@@ -67,21 +67,41 @@ json Condition(const json& old_status, const std::string& type, bool value, cons
               {"status", status},
               {"lastProbeTime", nullptr},
               {"lastTransitionTime", same ? old->value("lastTransitionTime", now) : now}};
-  if (!value && !reason.empty()) {
+  if (!reason.empty()) {
     out["reason"] = reason;
   }
+  if (!message.empty()) {
+    out["message"] = message;
+  }
   return out;
+}
+
+// "containers with unready status: [a b]", as the kubelet lists the containers a condition waits on.
+std::string Waiting(const char* what, const std::vector<std::string>& names) {
+  std::string listed;
+  for (const std::string& name : names) {
+    listed += (listed.empty() ? "" : " ") + name;
+  }
+  return std::string("containers with ") + what + " status: [" + listed + "]";
+}
+
+bool OwnedByKubelet(const std::string& type) {
+  return type == "Initialized" || type == "ContainersReady" || type == "Ready" || type == "PodReadyToStartContainers";
 }
 
 }  // namespace
 
 json BuildPodStatus(const PodView& view, const json& old_status, const std::string& now) {
-  json status = {{"phase", view.phase}};
-  if (!view.reason.empty()) {
-    status["reason"] = view.reason;
-  }
-  if (!view.message.empty()) {
-    status["message"] = view.message;
+  // What others own (qosClass from the API server, nominatedNodeName, resource claims) stays.
+  json status = old_status.is_object() ? old_status : json::object();
+  status["phase"] = view.phase;
+  for (const auto& [field, value] : {std::pair<const char*, const std::string&>{"reason", view.reason},
+                                     std::pair<const char*, const std::string&>{"message", view.message}}) {
+    if (value.empty()) {
+      status.erase(field);
+    } else {
+      status[field] = value;
+    }
   }
   if (!view.pod_ip.empty()) {
     status["podIP"] = view.pod_ip;
@@ -94,18 +114,31 @@ json BuildPodStatus(const PodView& view, const json& old_status, const std::stri
   if (!view.start_time.empty()) {
     status["startTime"] = view.start_time;
   }
-  const auto all_ready = [](const std::vector<ContainerView>& containers) {
-    return std::all_of(containers.begin(), containers.end(), [](const ContainerView& c) { return c.ready; });
-  };
   // Sidecars (init containers that keep running) count towards readiness, as in Kubernetes.
-  std::vector<ContainerView> running_sidecars;
+  std::vector<std::string> unready;
   for (const ContainerView& init : view.init_containers) {
-    if (init.phase == ContainerPhase::kRunning) {
-      running_sidecars.push_back(init);
+    if (init.phase == ContainerPhase::kRunning && !init.ready) {
+      unready.push_back(init.name);
     }
   }
-  const bool running = view.phase == "Running";
-  const bool ready = running && all_ready(view.containers) && all_ready(running_sidecars);
+  for (const ContainerView& container : view.containers) {
+    if (!container.ready) {
+      unready.push_back(container.name);
+    }
+  }
+  std::vector<std::string> uninitialized;
+  for (const ContainerView& init : view.init_containers) {
+    const bool done = init.started || (init.terminated && init.terminated->exit_code == 0);
+    if (!done) {
+      uninitialized.push_back(init.name);
+    }
+  }
+  const bool succeeded = view.phase == "Succeeded";
+  const bool terminal = succeeded || view.phase == "Failed";
+  const bool ready = view.phase == "Running" && unready.empty();
+  // The kubelet's reasons: a Pod that completed says so; otherwise the containers it waits on.
+  const std::string not_ready_reason = succeeded ? "PodCompleted" : "ContainersNotReady";
+  const std::string not_ready_message = succeeded || ready ? "" : Waiting("unready", unready);
   json conditions = json::array();
   if (const json* scheduled = OldCondition(old_status, "PodScheduled")) {
     conditions.push_back(*scheduled);
@@ -114,15 +147,20 @@ json BuildPodStatus(const PodView& view, const json& old_status, const std::stri
   if (old_status.is_object() && old_status.contains("conditions") && old_status["conditions"].is_array()) {
     for (const json& condition : old_status["conditions"]) {
       const std::string type = condition.is_object() ? condition.value("type", "") : "";
-      if (type != "PodScheduled" && type != "Initialized" && type != "ContainersReady" && type != "Ready" &&
-          type != "PodReadyToStartContainers") {
+      if (type != "PodScheduled" && !OwnedByKubelet(type)) {
         conditions.push_back(condition);
       }
     }
   }
-  conditions.push_back(Condition(old_status, "Initialized", view.initialized, "ContainersNotInitialized", now));
-  conditions.push_back(Condition(old_status, "ContainersReady", ready, "ContainersNotReady", now));
-  conditions.push_back(Condition(old_status, "Ready", ready, "ContainersNotReady", now));
+  // The sandbox (here: the Pod's network) is up from admission until the Pod has ended.
+  const bool sandbox = !view.pod_ip.empty() && !terminal;
+  conditions.push_back(Condition(old_status, "PodReadyToStartContainers", sandbox, "", "", now));
+  conditions.push_back(Condition(old_status, "Initialized", view.initialized,
+                                 view.initialized ? (succeeded ? "PodCompleted" : "") : "ContainersNotInitialized",
+                                 view.initialized ? "" : Waiting("incomplete", uninitialized), now));
+  conditions.push_back(
+      Condition(old_status, "ContainersReady", ready, ready ? "" : not_ready_reason, not_ready_message, now));
+  conditions.push_back(Condition(old_status, "Ready", ready, ready ? "" : not_ready_reason, not_ready_message, now));
   status["conditions"] = std::move(conditions);
   json init_statuses = json::array();
   for (const ContainerView& init : view.init_containers) {
@@ -134,6 +172,8 @@ json BuildPodStatus(const PodView& view, const json& old_status, const std::stri
   }
   if (!init_statuses.empty()) {
     status["initContainerStatuses"] = std::move(init_statuses);
+  } else {
+    status.erase("initContainerStatuses");
   }
   status["containerStatuses"] = std::move(statuses);
   return status;

@@ -45,9 +45,12 @@ struct PodView {
   std::vector<ContainerView> containers;
 };
 
-// The Pod's new status. Conditions the kubelet does not own (PodScheduled, the scheduler's, and
-// any other: DisruptionTarget, readiness gates) are kept from `old_status`, and a condition's
-// lastTransitionTime moves only when its status changes.
+// The Pod's new status: `old_status` with the fields the kubelet owns replaced (phase, reason,
+// message, podIP(s), hostIP(s), startTime, container statuses, and the conditions
+// PodReadyToStartContainers, Initialized, ContainersReady and Ready with the kubelet's reasons and
+// messages). What others own stays: qosClass, PodScheduled and any other condition
+// (DisruptionTarget, readiness gates). A condition's lastTransitionTime moves only when its status
+// changes.
 nlohmann::json BuildPodStatus(const PodView& view, const nlohmann::json& old_status, const std::string& now);
 
 }  // namespace ringleader::devcluster::kubelet

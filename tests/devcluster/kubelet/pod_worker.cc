@@ -6,7 +6,7 @@
 #include <future>
 
 #include "tests/devcluster/kubelet/container_log.h"
-#include "tests/devcluster/machinery/object_meta.h"
+#include "operator/api/trainingjob.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kTerminationMessageBytes = 2048;  // the kubelet's limit for log tails
 
-std::string Now() { return FormatTime(std::chrono::system_clock::now()); }
+std::string Now() { return api::FormatTime(std::chrono::system_clock::now()); }
 
 bool IsSidecar(const json& container) { return container.value("restartPolicy", "") == "Always"; }
 
@@ -44,6 +44,30 @@ struct PodWorker::Container {
   std::string kill_reason;  // why the kubelet stopped it, when a probe did
 };
 
+PodView InitialPodView(const json& pod, const PodEnvironment& environment) {
+  PodView view;
+  view.pod_ip = environment.pod_ip;
+  view.host_ip = environment.host_ip;
+  view.start_time = environment.start_time.empty() ? Now() : environment.start_time;
+  const json spec = pod.value("spec", json::object());
+  const auto add = [](std::vector<ContainerView>& into, const json& containers, const char* waiting_reason) {
+    if (!containers.is_array()) {
+      return;
+    }
+    for (const json& container : containers) {
+      ContainerView waiting;
+      waiting.name = container.value("name", "");
+      waiting.image = container.value("image", "");
+      waiting.waiting_reason = waiting_reason;
+      into.push_back(std::move(waiting));
+    }
+  };
+  add(view.init_containers, spec.value("initContainers", json::array()), "PodInitializing");
+  add(view.containers, spec.value("containers", json::array()), "ContainerCreating");
+  view.initialized = view.init_containers.empty();
+  return view;
+}
+
 PodWorker::PodWorker(json pod, PodEnvironment environment, std::function<void(const PodView&)> publish)
     : pod_(std::move(pod)), env_(std::move(environment)), publish_(std::move(publish)) {
   const json& spec = pod_["spec"];
@@ -51,25 +75,23 @@ PodWorker::PodWorker(json pod, PodEnvironment environment, std::function<void(co
   const std::int64_t grace_seconds = spec.value("terminationGracePeriodSeconds", std::int64_t{30});
   grace_ = std::min<std::chrono::milliseconds>(std::chrono::seconds(std::max<std::int64_t>(grace_seconds, 0)),
                                                env_.max_grace);
-  const auto add = [&](std::vector<std::unique_ptr<Container>>& into, const json& containers, bool init) {
+  view_ = InitialPodView(pod_, env_);
+  const auto add = [&](std::vector<std::unique_ptr<Container>>& into, const json& containers,
+                       const std::vector<ContainerView>& views, bool init) {
     if (!containers.is_array()) {
       return;
     }
-    for (const json& container_spec : containers) {
+    for (std::size_t i = 0; i < containers.size() && i < views.size(); ++i) {
       auto container = std::make_unique<Container>();
-      container->spec = container_spec;
-      container->sidecar = init && IsSidecar(container_spec);
-      container->view.name = container_spec.value("name", "");
-      container->view.image = container_spec.value("image", "");
-      container->view.waiting_reason = init ? "PodInitializing" : "ContainerCreating";
+      container->spec = containers[i];
+      container->sidecar = init && IsSidecar(containers[i]);
+      container->view = views[i];
       container->backoff = env_.restart_backoff;
       into.push_back(std::move(container));
     }
   };
-  add(init_, spec.value("initContainers", json::array()), true);
-  add(main_, spec.value("containers", json::array()), false);
-  view_.pod_ip = env_.pod_ip;
-  view_.host_ip = env_.host_ip;
+  add(init_, spec.value("initContainers", json::array()), view_.init_containers, true);
+  add(main_, spec.value("containers", json::array()), view_.containers, false);
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -162,22 +184,43 @@ bool PodWorker::Prepare() {
     const std::filesystem::path dir = env_.dir / "volumes" / name;
     if (volume.contains("emptyDir")) {
       std::filesystem::create_directories(dir);
-    } else if (volume.contains("secret")) {
-      const std::string secret_name = volume["secret"].value("secretName", "");
-      const std::optional<json> secret = env_.get_secret(secret_name);
-      if (!secret) {
-        return waiting("ContainerCreating", "secret \"" + secret_name + "\" not found");
-      }
+    } else if (IsApiVolume(volume)) {
       try {
-        WriteSecretVolume(*secret, volume["secret"], dir);
+        if (const std::optional<std::string> wait = WriteApiVolume(pod_, volume, dir, env_.volume_sources)) {
+          return waiting("ContainerCreating", "volume " + name + ": " + *wait);
+        }
       } catch (const std::exception& e) {
         return waiting("CreateContainerConfigError", "volume " + name + ": " + e.what());
       }
     } else {
       return waiting("CreateContainerConfigError",
-                     "volume " + name + ": devcluster supports emptyDir and secret volumes only");
+                     "volume " + name + ": devcluster supports emptyDir, secret, configMap and projected volumes only");
     }
     context.volume_dirs[name] = dir;
+  }
+  // The Secrets and ConfigMaps the containers' env and envFrom name, read as the kubelet does
+  // before it creates the containers.
+  EnvObjectNames referenced;
+  for (auto* list : {&init_, &main_}) {
+    for (auto& container : *list) {
+      const EnvObjectNames names = EnvObjects(container->spec);
+      referenced.secrets.insert(names.secrets.begin(), names.secrets.end());
+      referenced.config_maps.insert(names.config_maps.begin(), names.config_maps.end());
+    }
+  }
+  try {
+    for (const std::string& name : referenced.secrets) {
+      if (const std::optional<json> secret = env_.volume_sources.secret(name)) {
+        context.secrets[name] = SecretValues(*secret);
+      }
+    }
+    for (const std::string& name : referenced.config_maps) {
+      if (const std::optional<json> config_map = env_.volume_sources.config_map(name)) {
+        context.config_maps[name] = ConfigMapValues(*config_map);
+      }
+    }
+  } catch (const std::exception& e) {
+    return waiting("CreateContainerConfigError", std::string("reading the containers' env: ") + e.what());
   }
   std::filesystem::create_directories(env_.dir / "logs");
   for (auto* list : {&init_, &main_}) {
@@ -192,7 +235,6 @@ bool PodWorker::Prepare() {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  view_.start_time = Now();
   for (auto* list : {&init_, &main_}) {
     for (auto& container : *list) {
       container->view.waiting_message.clear();
@@ -290,7 +332,8 @@ void PodWorker::Probe(Container& container) {
     if (!tracker || !tracker->Due(now)) {
       return false;
     }
-    tracker->Record(RunProbeOnce(container.spec[field], env_.pod_ip, env_.probe_netns, *container.launch), now);
+    tracker->Record(
+        RunProbeOnce(container.spec[field], env_.pod_ip, env_.probe_netns, *container.launch, env_.isolation), now);
     return true;
   };
   if (!container.view.started) {
@@ -325,8 +368,14 @@ void PodWorker::Probe(Container& container) {
 
 void PodWorker::Step() {
   if (!prepared_) {
+    if (Clock::now() < prepare_at_) {
+      return;
+    }
     prepared_ = Prepare();
     if (!prepared_) {
+      // A volume waits for an object: ask the API server again, less often each time.
+      prepare_at_ = Clock::now() + prepare_backoff_;
+      prepare_backoff_ = std::min(prepare_backoff_ * 2, std::chrono::milliseconds(2000));
       return;
     }
   }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/devcluster/kubelet/api_volumes.h"
 #include "tests/devcluster/kubelet/container_process.h"
 #include "tests/devcluster/kubelet/container_spec.h"
 #include "tests/devcluster/kubelet/pod_status.h"
@@ -38,14 +39,22 @@ struct PodEnvironment {
   // Container name -> the env the runtime adds for the devices allocated to it (DeviceEnvironment).
   std::map<std::string, std::map<std::string, std::string>> device_env;
   Isolation isolation = Isolation::kAuto;
-  // A Secret of the Pod's namespace by name, or nullopt while it does not exist.
-  std::function<std::optional<nlohmann::json>(const std::string& name)> get_secret;
+  // Where secret, configMap and projected volumes, and the Secrets and ConfigMaps the containers'
+  // env and envFrom name, get their content.
+  VolumeSources volume_sources;
+  // status.startTime (RFC 3339): when the kubelet admitted the Pod; "" = when the worker starts.
+  std::string start_time;
   std::chrono::milliseconds max_grace{5000};        // caps terminationGracePeriodSeconds
   std::chrono::milliseconds restart_backoff{1000};  // doubles per restart, up to 10x
   std::chrono::milliseconds step{100};
   // Called on the worker's thread once its containers have stopped after RequestStop.
   std::function<void()> on_stopped;
 };
+
+// What the kubelet reports for a Pod it admitted before any container ran: Pending, the Pod's
+// addresses and start time, every container waiting (init containers PodInitializing, the others
+// ContainerCreating). The worker starts from it.
+PodView InitialPodView(const nlohmann::json& pod, const PodEnvironment& environment);
 
 class PodWorker {
  public:
@@ -92,6 +101,8 @@ class PodWorker {
   std::string restart_policy_;
   std::chrono::milliseconds grace_;
   bool prepared_ = false;
+  std::chrono::steady_clock::time_point prepare_at_{};
+  std::chrono::milliseconds prepare_backoff_{100};
   std::size_t next_init_ = 0;
   bool failed_ = false;    // a regular init container failed under restartPolicy Never
   bool complete_ = false;  // every main container has ended for good

@@ -323,7 +323,7 @@ std::string Joined(const std::vector<std::string>& words) {
 }
 
 ProbeAttempt Exec(const json& action, const std::string& netns, const LaunchSpec& container,
-                  std::chrono::seconds timeout) {
+                  std::chrono::seconds timeout, Isolation isolation) {
   const std::vector<std::string> command = action.value("command", std::vector<std::string>());
   if (command.empty()) {
     return Failure("exec probe has no command");
@@ -333,7 +333,7 @@ ProbeAttempt Exec(const json& action, const std::string& netns, const LaunchSpec
     return Failure("exec: \"" + command[0] + "\": executable file not found in $PATH");
   }
   ContainerOptions options{
-      .spec = container, .netns = netns, .hosts_file = {}, .log = {}, .isolation = Isolation::kAuto};
+      .spec = container, .netns = netns, .hosts_file = {}, .log = {}, .isolation = isolation};
   options.spec.program = *program;
   options.spec.args.assign(command.begin() + 1, command.end());
   std::string log_template = (std::filesystem::temp_directory_path() / "rl-exec-probe-XXXXXX").string();
@@ -377,7 +377,7 @@ std::int64_t Field(const json& probe, const char* name, std::int64_t default_val
 }  // namespace
 
 ProbeAttempt RunProbeOnce(const json& probe, const std::string& pod_ip, const std::string& netns,
-                          const LaunchSpec& container) {
+                          const LaunchSpec& container, Isolation isolation) {
   const std::chrono::seconds timeout = TimeoutOf(probe);
   if (probe.contains("httpGet")) {
     return FromNetns(netns, [&] { return HttpGet(probe["httpGet"], pod_ip, container, timeout); });
@@ -386,7 +386,7 @@ ProbeAttempt RunProbeOnce(const json& probe, const std::string& pod_ip, const st
     return FromNetns(netns, [&] { return TcpSocket(probe["tcpSocket"], pod_ip, container, timeout); });
   }
   if (probe.contains("exec")) {
-    return Exec(probe["exec"], netns, container, timeout);
+    return Exec(probe["exec"], netns, container, timeout, isolation);
   }
   return Failure("probe has no supported handler (httpGet, tcpSocket or exec)");
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tests/devcluster/kubelet/container_process.h"
 #include "tests/devcluster/kubelet/container_spec.h"
 
 namespace ringleader::devcluster::kubelet {
@@ -23,12 +24,14 @@ struct ProbeAttempt {
 //    httpHeaders; a status of 200..399 succeeds. Only HTTP; HTTPS fails as unsupported.
 //  - tcpSocket: the connection opens.
 //  - exec: `command` runs with the container's env, working dir, mounts and network namespace
-//    (command[0] looked up in the container's PATH) and exits 0.
+//    (command[0] looked up in the container's PATH) and exits 0, isolated as the container is
+//    (`isolation`: without a mount namespace its mount paths are host paths, and no mount point
+//    is made on the host for it).
 // A port is a number or the name of one of the container's ports (container.named_ports).
 // Sockets are opened from network namespace `netns` (a name under /run/netns; "" = here) on a
 // short-lived thread, as setns changes only the calling thread's network namespace.
 ProbeAttempt RunProbeOnce(const nlohmann::json& probe, const std::string& pod_ip, const std::string& netns,
-                          const LaunchSpec& container);
+                          const LaunchSpec& container, Isolation isolation = Isolation::kAuto);
 
 // When to probe and what the attempts add up to. initialDelaySeconds, periodSeconds,
 // timeoutSeconds, successThreshold and failureThreshold with Kubernetes' defaults (0, 10, 1, 1,

@@ -1,9 +1,12 @@
-// The controller against devcluster (real HTTPS, real watches, no mocks): a TrainingJob's
-// Service, Secret and Pods appear with the exact contract; its ports reach status before any
-// Pod exists; Pod phases driven here as a kubelet would move it to Running and Succeeded; a
+// The controller against devcluster's real API server (real HTTPS, real watches, no mocks): a
+// TrainingJob's Service, Secret and Pods appear with the exact contract; its ports reach status
+// before any Pod exists; Pod phases driven here as a kubelet would (there are no Nodes, so the
+// Pods stay Pending until the test writes their status) move it to Running and Succeeded; a
 // failed Pod restarts the gang; backoffLimit ends it; suspend/resume; deletion frees its ports;
-// hostile objects are reported and the operator keeps running; /healthz names a wedged
-// reconcile or informer and an idle operator stays live.
+// hostile objects are reported and the operator keeps running; it converges through the fault
+// proxy's cut watches, 500s, 410s and conflicts; /healthz names a wedged reconcile or informer
+// and an idle operator stays live. One cluster serves every TEST, each with its own namespace
+// and a controller that watches only that namespace.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
@@ -13,11 +16,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <mutex>
-#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -27,9 +28,9 @@
 #include "operator/runtime/controller.h"
 #include "operator/runtime/health_server.h"
 #include "operator/runtime/operator_metrics.h"
-#include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
 #include "tests/operator/kube/fake_clock.h"
+#include "tests/devcluster/shared_cluster.h"
 #include "tests/support/metric_series.h"
 
 namespace ringleader::runtime {
@@ -38,23 +39,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-std::filesystem::path MakeTempDir() {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("ringleader-ctl-it-" + std::to_string(rd()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-json Job(const std::string& name, int replicas) {
-  return {{"apiVersion", "ringleader.dev/v1alpha1"},
-          {"kind", "TrainingJob"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
-          {"spec",
-           {{"replicas", replicas},
-            {"template",
-             {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "example/trainer:1"}}})}}}}}}}};
-}
 
 std::string Env(const json& container, const std::string& name) {
   for (const json& entry : container.value("env", json::array())) {
@@ -226,20 +210,37 @@ HttpAnswer Healthz(const HealthServer& server) {
 
 class ControllerTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { cluster_.Start(); }
+  static void TearDownTestSuite() { cluster_.Stop(); }
+
   void SetUp() override {
-    dir_ = MakeTempDir();
-    cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string()});
-    kube::ClientOptions client_options;
-    client_options.qps = 0;
-    client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
-    client_->Create(kube::CustomResourceDefinitions(), "",
-                    yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+    ASSERT_TRUE(cluster_.ok()) << cluster_.error();
+    client_ = OperatorClient();
+    ns_ = testing::NamespaceForCurrentTest();
+    CreateNamespace(ns_);
   }
 
+  // Creates a namespace for this TEST (ready for Pods); TearDown deletes it.
+  void CreateNamespace(const std::string& name) {
+    testing::CreateNamespace(*client_, name);
+    namespaces_.push_back(name);
+  }
+
+  json Job(const std::string& name, int replicas) const {
+    return {{"apiVersion", "ringleader.dev/v1alpha1"},
+            {"kind", "TrainingJob"},
+            {"metadata", {{"name", name}, {"namespace", ns_}}},
+            {"spec",
+             {{"replicas", replicas},
+              {"template",
+               {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "example/trainer:1"}}})}}}}}}}};
+  }
+
+  // `namespaces` empty: this TEST's own (the cluster holds the jobs of the TESTs before it).
   void StartController(ports::PortRange range = {61000, 61099}, std::vector<std::string> namespaces = {},
                        const std::function<void(ControllerOptions&)>& adjust = nullptr) {
     ControllerOptions options;
-    options.namespaces = std::move(namespaces);
+    options.namespaces = namespaces.empty() ? std::vector<std::string>{ns_} : std::move(namespaces);
     options.port_range = range;
     options.planner.validation.port_range_first = range.first;
     options.planner.validation.port_range_last = range.last;
@@ -257,11 +258,14 @@ class ControllerTest : public ::testing::Test {
     thread_ = std::jthread([this](std::stop_token stop) { controller_->Run(stop); });
   }
 
-  std::unique_ptr<kube::Client> OperatorClient() {
+  static std::unique_ptr<kube::Client> OperatorClient(bool through_fault_proxy = false) {
     kube::ClientOptions client_options;
     client_options.qps = 0;
-    return kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), client_options);
+    return kube::MakeClient(through_fault_proxy ? cluster_.proxy_config() : cluster_.config(), client_options);
   }
+
+  // Makes the next StartController's client reach the API server through the fault proxy.
+  void OperatorThroughFaultProxy() { operator_client_ = OperatorClient(true); }
 
   // Makes the next StartController's client a RecordingClient, returned to set its holds.
   RecordingClient& RecordOperatorCalls() {
@@ -309,9 +313,12 @@ class ControllerTest : public ::testing::Test {
       std::cerr << "operator log (last 6000 bytes):\n" << log.substr(log.size() > 6000 ? log.size() - 6000 : 0);
     }
     controller_.reset();
-    cluster_->Stop();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    if (client_) {
+      cluster_->faults().Reset();
+      for (const std::string& name : namespaces_) {
+        testing::DeleteNamespace(*client_, name);
+      }
+    }
   }
 
   // Polls the API (not the operator's caches) until `predicate` holds.
@@ -330,12 +337,12 @@ class ControllerTest : public ::testing::Test {
     return false;
   }
 
-  json GetJob(const std::string& name) { return client_->Get(kube::TrainingJobs(), "default", name); }
+  json GetJob(const std::string& name) { return client_->Get(kube::TrainingJobs(), ns_, name); }
 
   std::vector<json> Pods(const std::string& job) {
     kube::ListOptions options;
     options.label_selector = "ringleader.dev/job-name=" + job;
-    return client_->List(kube::Pods(), "default", options).items;
+    return client_->List(kube::Pods(), ns_, options).items;
   }
 
   // Sets a Pod's status as the kubelet would: phase, the init containers (a Pod whose trainers
@@ -348,7 +355,15 @@ class ControllerTest : public ::testing::Test {
       status["containerStatuses"] = json::array(
           {{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}}}}}}});
     }
-    client_->PatchStatus(kube::Pods(), "default", name, kube::PatchType::kMerge, {{"status", status}});
+    client_->PatchStatus(kube::Pods(), ns_, name, kube::PatchType::kMerge, {{"status", status}});
+  }
+
+  // Flips a running Pod's Ready condition, as a failing readiness probe would: a status change
+  // that leaves the phase and the container states alone.
+  void SetPodReady(const std::string& name, bool ready) {
+    client_->PatchStatus(
+        kube::Pods(), ns_, name, kube::PatchType::kMerge,
+        {{"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", ready ? "True" : "False"}}})}}}});
   }
 
   static json InitStatuses(bool trainers_started) {
@@ -371,7 +386,7 @@ class ControllerTest : public ::testing::Test {
 
   std::vector<json> Events(const std::string& reason) {
     std::vector<json> found;
-    for (const json& event : client_->List(kube::Events(), "default").items) {
+    for (const json& event : client_->List(kube::Events(), ns_).items) {
       if (event.value("reason", "") == reason) {
         found.push_back(event);
       }
@@ -379,9 +394,10 @@ class ControllerTest : public ::testing::Test {
     return found;
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<devcluster::DevCluster> cluster_;
-  std::unique_ptr<kube::Client> client_;
+  inline static testing::SharedCluster cluster_;
+  std::string ns_;                       // this TEST's namespace
+  std::vector<std::string> namespaces_;  // every namespace it made, ns_ first
+  std::unique_ptr<kube::Client> client_;  // the test's own, to the API server
   std::unique_ptr<kube::Client> operator_client_;
   std::ostringstream log_stream_;
   Logger logger_{LogFormat::kJson, &log_stream_};
@@ -395,15 +411,16 @@ class ControllerTest : public ::testing::Test {
 };
 
 TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
-  // Every TrainingJob and Pod change, in resourceVersion order (devcluster's versions are one
-  // global counter), so "ports in status before any Pod" is checked on the server's own order.
+  // Every TrainingJob and Pod change, in resourceVersion order (the versions are etcd's revision,
+  // one counter for the whole store), so "ports in status before any Pod" is checked on the
+  // server's own order.
   std::mutex mutex;
   std::int64_t ports_rv = 0;
   std::int64_t first_pod_rv = 0;
   std::jthread job_watch([&](std::stop_token stop) {
     kube::WatchOptions options;
     options.resource_version = "0";
-    client_->Watch(kube::TrainingJobs(), "default", options, [&](const kube::WatchEvent& event) {
+    client_->Watch(kube::TrainingJobs(), ns_, options, [&](const kube::WatchEvent& event) {
       if (event.object.contains("status") && event.object["status"].contains("ports")) {
         std::lock_guard lock(mutex);
         const std::int64_t rv = std::stoll(kube::ResourceVersionOf(event.object));
@@ -415,7 +432,7 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
   std::jthread pod_watch([&](std::stop_token stop) {
     kube::WatchOptions options;
     options.resource_version = "0";
-    client_->Watch(kube::Pods(), "default", options, [&](const kube::WatchEvent& event) {
+    client_->Watch(kube::Pods(), ns_, options, [&](const kube::WatchEvent& event) {
       std::lock_guard lock(mutex);
       const std::int64_t rv = std::stoll(kube::ResourceVersionOf(event.object));
       first_pod_rv = first_pod_rv == 0 ? rv : std::min(first_pod_rv, rv);
@@ -423,7 +440,7 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
     }, stop);
   });
   StartController();
-  client_->Create(kube::TrainingJobs(), "default", Job("demo", 4));
+  client_->Create(kube::TrainingJobs(), ns_, Job("demo", 4));
   ASSERT_TRUE(Eventually([&] { return Pods("demo").size() == 4; }));
 
   const json job = GetJob("demo");
@@ -440,17 +457,17 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
     EXPECT_LT(ports_rv, first_pod_rv) << "the ports must be in status before the first Pod exists";
   }
 
-  const json service = client_->Get(kube::Services(), "default", "demo");
+  const json service = client_->Get(kube::Services(), ns_, "demo");
   EXPECT_EQ(service["spec"]["clusterIP"], "None");
-  const json secret = client_->Get(kube::Secrets(), "default", "demo-ringleader-token");
+  const json secret = client_->Get(kube::Secrets(), ns_, "demo-ringleader-token");
   EXPECT_FALSE(secret["data"]["token"].get<std::string>().empty());
 
-  const json pod = client_->Get(kube::Pods(), "default", "demo-1");
+  const json pod = client_->Get(kube::Pods(), ns_, "demo-1");
   const json& trainer = pod["spec"]["containers"][0];
   EXPECT_EQ(Env(trainer, "RANK"), "1");
   EXPECT_EQ(Env(trainer, "WORLD_SIZE"), "4");
   EXPECT_EQ(Env(trainer, "MASTER_PORT"), std::to_string(ports["master"].get<int>()));
-  EXPECT_EQ(Env(trainer, "MASTER_ADDR"), "demo-0.demo.default.svc.cluster.local");
+  EXPECT_EQ(Env(trainer, "MASTER_ADDR"), "demo-0.demo." + ns_ + ".svc.cluster.local");
   const json& sidecar = pod["spec"]["initContainers"].front();
   EXPECT_EQ(sidecar["name"], "ringleader-sidecar");
   EXPECT_EQ(sidecar["restartPolicy"], "Always");
@@ -466,7 +483,7 @@ TEST_F(ControllerTest, CreatesChildrenWithTheContractAndPortsBeforePods) {
 
 TEST_F(ControllerTest, DrivenPhasesMoveTheJobToRunningThenSucceeded) {
   StartController();
-  client_->Create(kube::TrainingJobs(), "default", Job("phases", 3));
+  client_->Create(kube::TrainingJobs(), ns_, Job("phases", 3));
   ASSERT_TRUE(Eventually([&] { return Pods("phases").size() == 3; }));
   SetAllPods("phases", "Running");
   ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("phases"), "Running"); }))
@@ -483,7 +500,7 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
   StartController();
   json spec = Job("gang", 3);
   spec["spec"]["runPolicy"]["backoffLimit"] = 1;
-  client_->Create(kube::TrainingJobs(), "default", spec);
+  client_->Create(kube::TrainingJobs(), ns_, spec);
   ASSERT_TRUE(Eventually([&] { return Pods("gang").size() == 3; }));
   SetAllPods("gang", "Running");
   ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("gang"), "Running"); }));
@@ -527,14 +544,14 @@ TEST_F(ControllerTest, AFailedPodRestartsTheGangAndBackoffLimitFailsTheJob) {
 
 TEST_F(ControllerTest, SuspendDeletesPodsAndResumeBringsThemBackOnTheSamePorts) {
   StartController();
-  client_->Create(kube::TrainingJobs(), "default", Job("pause", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("pause", 2));
   ASSERT_TRUE(Eventually([&] { return Pods("pause").size() == 2; }));
   const json ports = GetJob("pause")["status"]["ports"];
-  client_->Patch(kube::TrainingJobs(), "default", "pause", kube::PatchType::kMerge,
+  client_->Patch(kube::TrainingJobs(), ns_, "pause", kube::PatchType::kMerge,
                  {{"spec", {{"runPolicy", {{"suspend", true}}}}}});
   ASSERT_TRUE(Eventually([&] { return Pods("pause").empty() && ConditionTrue(GetJob("pause"), "Suspended"); }));
   EXPECT_EQ(GetJob("pause")["status"]["state"], "Suspended");
-  client_->Patch(kube::TrainingJobs(), "default", "pause", kube::PatchType::kMerge,
+  client_->Patch(kube::TrainingJobs(), ns_, "pause", kube::PatchType::kMerge,
                  {{"spec", {{"runPolicy", {{"suspend", false}}}}}});
   ASSERT_TRUE(Eventually([&] { return Pods("pause").size() == 2; }));
   EXPECT_EQ(GetJob("pause")["status"]["ports"], ports);
@@ -542,9 +559,9 @@ TEST_F(ControllerTest, SuspendDeletesPodsAndResumeBringsThemBackOnTheSamePorts) 
 
 TEST_F(ControllerTest, DeletingAJobRemovesItsChildrenAndFreesItsPortsForTheNextJob) {
   StartController({61000, 61003});  // room for exactly one job
-  client_->Create(kube::TrainingJobs(), "default", Job("first", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("first", 2));
   ASSERT_TRUE(Eventually([&] { return Pods("first").size() == 2; }));
-  client_->Create(kube::TrainingJobs(), "default", Job("second", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("second", 2));
   ASSERT_TRUE(Eventually([&] {
     const json second = GetJob("second");
     const json* created = Condition(second, "Created");
@@ -552,16 +569,18 @@ TEST_F(ControllerTest, DeletingAJobRemovesItsChildrenAndFreesItsPortsForTheNextJ
   }));
   EXPECT_TRUE(Pods("second").empty());
 
-  client_->Delete(kube::TrainingJobs(), "default", "first");
-  ASSERT_TRUE(Eventually([&] { return Pods("first").empty(); }));
+  // kube-controller-manager's garbage collector removes the children by their ownerReferences;
+  // it learns a new CRD's kind at its next discovery sync, up to 30 s after the CRD appeared.
+  client_->Delete(kube::TrainingJobs(), ns_, "first");
+  ASSERT_TRUE(Eventually([&] { return Pods("first").empty(); }, seconds(60)));
   EXPECT_TRUE(Eventually([&] {
     try {
-      client_->Get(kube::Services(), "default", "first");
+      client_->Get(kube::Services(), ns_, "first");
       return false;
     } catch (const kube::ApiError& e) {
       return kube::IsNotFound(e);
     }
-  }));
+  }, seconds(60)));
   // The freed block goes to the waiting job at once (the release requeues jobs waiting for
   // ports; their own retry is 30 s).
   ASSERT_TRUE(Eventually([&] { return Pods("second").size() == 2; }, seconds(20)));
@@ -573,9 +592,9 @@ TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
   // Passes the CRD's schema and rules but not the operator's validation: RANK is ringleader's.
   json bad = Job("bad", 2);
   bad["spec"]["template"]["spec"]["containers"][0]["env"] = json::array({{{"name", "RANK"}, {"value", "1"}}});
-  client_->Create(kube::TrainingJobs(), "default", bad);
+  client_->Create(kube::TrainingJobs(), ns_, bad);
   // A Pod that carries a job's labels but that the operator does not own.
-  client_->Create(kube::TrainingJobs(), "default", Job("good", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("good", 2));
   ASSERT_TRUE(Eventually([&] { return Pods("good").size() == 2; }));
   json intruder = {{"apiVersion", "v1"},
                    {"kind", "Pod"},
@@ -584,15 +603,15 @@ TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
                      {"labels", {{"ringleader.dev/job-name", "good"}, {"ringleader.dev/rank", "0"},
                                  {"ringleader.dev/attempt", "0"}, {"app.kubernetes.io/managed-by", "ringleader"}}}}},
                    {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "x"}}})}}}};
-  client_->Create(kube::Pods(), "default", intruder);
-  client_->PatchStatus(kube::Pods(), "default", "intruder", kube::PatchType::kMerge,
+  client_->Create(kube::Pods(), ns_, intruder);
+  client_->PatchStatus(kube::Pods(), ns_, "intruder", kube::PatchType::kMerge,
                        {{"status", {{"phase", "Failed"}}}});
   // A Secret deleted under a running job comes back.
   SetAllPods("good", "Running");
   ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("good"), "Running"); }));
   const std::string old_secret_uid =
-      client_->Get(kube::Secrets(), "default", "good-ringleader-token")["metadata"]["uid"];
-  client_->Delete(kube::Secrets(), "default", "good-ringleader-token");
+      client_->Get(kube::Secrets(), ns_, "good-ringleader-token")["metadata"]["uid"];
+  client_->Delete(kube::Secrets(), ns_, "good-ringleader-token");
 
   ASSERT_TRUE(Eventually([&] { return ConditionTrue(GetJob("bad"), "Failed"); }));
   const json bad_job = GetJob("bad");
@@ -602,83 +621,66 @@ TEST_F(ControllerTest, HostileObjectsAreReportedAndTheOperatorKeepsRunning) {
   EXPECT_TRUE(Pods("bad").empty());
 
   EXPECT_TRUE(Eventually([&] {
-    return client_->Get(kube::Secrets(), "default", "good-ringleader-token")["metadata"]["uid"] != old_secret_uid;
+    return client_->Get(kube::Secrets(), ns_, "good-ringleader-token")["metadata"]["uid"] != old_secret_uid;
   }));
   // The intruder neither restarted the gang nor was deleted.
   EXPECT_EQ(GetJob("good")["status"].value("restarts", 0), 0);
-  EXPECT_EQ(client_->Get(kube::Pods(), "default", "intruder")["metadata"]["name"], "intruder");
+  EXPECT_EQ(client_->Get(kube::Pods(), ns_, "intruder")["metadata"]["name"], "intruder");
   EXPECT_TRUE(ConditionTrue(GetJob("good"), "Running"));
 
   // And the operator still serves new jobs.
-  client_->Create(kube::TrainingJobs(), "default", Job("after", 1));
+  client_->Create(kube::TrainingJobs(), ns_, Job("after", 1));
   EXPECT_TRUE(Eventually([&] { return Pods("after").size() == 1; }));
 }
 
 TEST_F(ControllerTest, WatchesOnlyItsNamespacesAndKeepsPortsUniqueAcrossThem) {
-  StartController({61000, 61099}, {"team-a", "team-b"});
-  for (const std::string ns : {"team-a", "team-b", "elsewhere"}) {
-    client_->Create(kube::Namespaces(), "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  const std::string team_a = ns_ + "-a";
+  const std::string team_b = ns_ + "-b";
+  const std::string elsewhere = ns_ + "-else";
+  StartController({61000, 61099}, {team_a, team_b});
+  for (const std::string& ns : {team_a, team_b, elsewhere}) {
+    CreateNamespace(ns);
     json job = Job("same-name", 2);
     job["metadata"]["namespace"] = ns;
     client_->Create(kube::TrainingJobs(), ns, job);
   }
   auto pods_in = [&](const std::string& ns) { return client_->List(kube::Pods(), ns).items.size(); };
-  ASSERT_TRUE(Eventually([&] { return pods_in("team-a") == 2 && pods_in("team-b") == 2; }));
-  const json a = client_->Get(kube::TrainingJobs(), "team-a", "same-name");
-  const json b = client_->Get(kube::TrainingJobs(), "team-b", "same-name");
+  ASSERT_TRUE(Eventually([&] { return pods_in(team_a) == 2 && pods_in(team_b) == 2; }));
+  const json a = client_->Get(kube::TrainingJobs(), team_a, "same-name");
+  const json b = client_->Get(kube::TrainingJobs(), team_b, "same-name");
   EXPECT_NE(a["status"]["ports"]["master"], b["status"]["ports"]["master"])
       << "hostPorts collide across namespaces, so the ledger is cluster-wide";
-  EXPECT_EQ(pods_in("elsewhere"), 0u);
-  EXPECT_FALSE(client_->Get(kube::TrainingJobs(), "elsewhere", "same-name").contains("status"));
+  EXPECT_EQ(pods_in(elsewhere), 0u);
+  EXPECT_FALSE(client_->Get(kube::TrainingJobs(), elsewhere, "same-name").contains("status"));
 }
 
 TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
   constexpr int kJobs = 30;
   constexpr int kReplicas = 3;
-  // The faults hit this test's own writes too: it retries them as any client would.
-  auto retry = [](const std::function<void()>& write) {
-    for (int attempt = 0;; ++attempt) {
-      try {
-        write();
-        return;
-      } catch (const kube::ApiError& e) {
-        if (attempt >= 50 || !(kube::IsConflict(e) || kube::IsServerError(e))) {
-          throw;
-        }
-      }
-    }
-  };
+  // The faults hit the operator, whose client goes through the fault proxy; the test's own
+  // writes go to the API server directly.
   auto& faults = cluster_->faults();
   faults.CutWatchesEvery(50);
   faults.SetErrorRate(0.05, 500);
   faults.ConflictNextWrites(20);
+  OperatorThroughFaultProxy();
   StartController({61000, 61999});
   for (int i = 0; i < kJobs; ++i) {
-    retry([&] {
-      try {
-        client_->Create(kube::TrainingJobs(), "default", Job("f" + std::to_string(i), kReplicas));
-      } catch (const kube::ApiError& e) {
-        if (!kube::IsAlreadyExists(e)) {  // a 500 after the write took effect
-          throw;
-        }
-      }
-    });
+    client_->Create(kube::TrainingJobs(), ns_, Job("f" + std::to_string(i), kReplicas));
     if (i % 10 == 5) {
       faults.Compact();  // every resuming watch now gets 410 Gone and must relist
       faults.ConflictNextWrites(10);
     }
   }
-  auto all_pods = [&] { return kube::ListAll(*client_, kube::Pods(), "default").items; };
+  auto all_pods = [&] { return kube::ListAll(*client_, kube::Pods(), ns_).items; };
   ASSERT_TRUE(Eventually([&] { return all_pods().size() == kJobs * kReplicas; }, seconds(90)));
   for (const json& pod : all_pods()) {
-    retry([&] {
-      client_->PatchStatus(kube::Pods(), "default", pod["metadata"]["name"], kube::PatchType::kMerge,
-                           {{"status", {{"phase", "Running"}, {"initContainerStatuses", InitStatuses(true)}}}});
-    });
+    client_->PatchStatus(kube::Pods(), ns_, pod["metadata"]["name"], kube::PatchType::kMerge,
+                         {{"status", {{"phase", "Running"}, {"initContainerStatuses", InitStatuses(true)}}}});
   }
   faults.Compact();
   ASSERT_TRUE(Eventually([&] {
-    for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+    for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), ns_).items) {
       if (!ConditionTrue(job, "Running")) {
         return false;
       }
@@ -687,7 +689,7 @@ TEST_F(ControllerTest, ConvergesThroughCutWatches500s410sAndConflicts) {
   }, seconds(90)));
   faults.Reset();
   std::set<int> ports;
-  for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), "default").items) {
+  for (const json& job : kube::ListAll(*client_, kube::TrainingJobs(), ns_).items) {
     EXPECT_TRUE(ports.insert(job["status"]["ports"]["master"].get<int>()).second);
     EXPECT_EQ(job["status"].value("restarts", 0), 0) << job["metadata"]["name"];
   }
@@ -703,7 +705,7 @@ TEST_F(ControllerTest, HealthzNamesAReconcileStuckPastTheLimitAndRecoversWhenItE
   // other worker's wait do not count here.
   StartLiveController({.reconcile_timeout = seconds(600), .informer_timeout = seconds(0),
                        .queue_timeout = seconds(0)});
-  client_->Create(kube::TrainingJobs(), "default", Job("wedged", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("wedged", 2));
   ASSERT_TRUE(recording.WaitFor([&] { return recording.PodCreatesHeld() == 1; }));
 
   HttpAnswer answer = Healthz(*health_);
@@ -714,7 +716,7 @@ TEST_F(ControllerTest, HealthzNamesAReconcileStuckPastTheLimitAndRecoversWhenItE
   clock_.Advance(seconds(1));
   answer = Healthz(*health_);
   EXPECT_EQ(answer.code, 503);
-  EXPECT_THAT(answer.body, ::testing::MatchesRegex("worker [12] has been reconciling default/wedged for 601s "
+  EXPECT_THAT(answer.body, ::testing::MatchesRegex("worker [12] has been reconciling " + ns_ + "/wedged for 601s "
                                                    "\\(--liveness-reconcile-timeout 600s\\)"));
 
   recording.ReleaseAll();
@@ -753,8 +755,8 @@ TEST_F(ControllerTest, HealthzNamesAnInformerWhoseWatchNeverReturns) {
   }
   const HttpAnswer answer = Healthz(*health_);
   EXPECT_EQ(answer.code, 503);
-  EXPECT_EQ(answer.body, "the informer for secrets in all namespaces has not listed, watched or retried "
-                         "for 1000s (--liveness-informer-timeout 600s)");
+  EXPECT_EQ(answer.body, "the informer for secrets in namespace " + ns_ +
+                             " has not listed, watched or retried for 1000s (--liveness-informer-timeout 600s)");
   EXPECT_EQ(recording.WatchesStarted()["secrets"], 1);
 }
 
@@ -762,15 +764,20 @@ TEST_F(ControllerTest, HealthzNamesAnInformerWhoseWatchNeverReturns) {
 // of tries under the backoff whatever enqueues the job, and the condition gone once they succeed.
 TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndClears) {
   const kube::Resource quotas{"", "v1", "resourcequotas", true};
-  client_->Create(quotas, "default",
+  client_->Create(quotas, ns_,
                   {{"apiVersion", "v1"}, {"kind", "ResourceQuota"}, {"metadata", {{"name", "pods-2"}}},
                    {"spec", {{"hard", {{"pods", "2"}}}}}});
+  // Until the quota controller has counted the namespace, admission refuses every Pod ("status
+  // unknown for quota").
+  ASSERT_TRUE(Eventually([&] {
+    return client_->Get(quotas, ns_, "pods-2").value("status", json::object()).value("hard", json::object()).contains("pods");
+  }));
   RecordingClient& recording = RecordOperatorCalls();
   StartController({61000, 61099}, {}, [](ControllerOptions& options) {
     options.refused_create_backoff = milliseconds(200);
     options.refused_create_backoff_max = milliseconds(800);
   });
-  client_->Create(kube::TrainingJobs(), "default", Job("quota", 4));
+  client_->Create(kube::TrainingJobs(), ns_, Job("quota", 4));
   const std::string expected =
       "the API server refused to create Pod quota-2 (Forbidden): pods \"quota-2\" is forbidden: exceeded quota: "
       "pods-2, requested: pods=1, used: pods=2, limited: pods=2; retrying with backoff";
@@ -785,11 +792,16 @@ TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndCl
   EXPECT_EQ(job["status"]["state"], "Pending");
 
   // Pod status changes enqueue the job over and over; the creates still wait out the backoff
-  // (0.2, 0.4, 0.8, 0.8 ... s): about 6 tries in 3 s where a tight loop would make thousands.
+  // (0.2, 0.4, 0.8, 0.8 ... s): about 6 tries in 3 s where a tight loop would make thousands. The
+  // Pods run and their Ready condition flips (the API server refuses a Pod whose preflight has
+  // exited going back to Pending).
   const int before = recording.PodCreates();
+  SetAllPods("quota", "Running");
   const auto window_end = std::chrono::steady_clock::now() + seconds(3);
   for (int step = 0; std::chrono::steady_clock::now() < window_end; ++step) {
-    SetAllPods("quota", step % 2 == 0 ? "Running" : "Pending");
+    for (const json& pod : Pods("quota")) {
+      SetPodReady(pod["metadata"]["name"], step % 2 == 1);
+    }
     std::this_thread::sleep_for(milliseconds(100));
   }
   const int tries = recording.PodCreates() - before;
@@ -801,7 +813,7 @@ TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndCl
       << "a refused try is not a transition";
   EXPECT_EQ(Pods("quota").size(), 2u);
 
-  client_->Delete(quotas, "default", "pods-2", {});
+  client_->Delete(quotas, ns_, "pods-2", {});
   ASSERT_TRUE(Eventually([&] { return Pods("quota").size() == 4 && ConditionTrue(GetJob("quota"), "Created"); }))
       << GetJob("quota")["status"].dump();
   const json after = GetJob("quota");
@@ -812,7 +824,7 @@ TEST_F(ControllerTest, AQuotaRefusalShowsTheQuotasMessageRetriesWithBackoffAndCl
 }
 
 TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff) {
-  client_->Create(kube::Pods(), "default",
+  client_->Create(kube::Pods(), ns_,
                   {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "taken-1"}}},
                    {"spec", {{"containers", json::array({{{"name", "c"}, {"image", "busybox"}}})}}}});
   RecordingClient& recording = RecordOperatorCalls();
@@ -820,7 +832,7 @@ TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff
     options.refused_create_backoff = milliseconds(200);
     options.refused_create_backoff_max = milliseconds(800);
   });
-  client_->Create(kube::TrainingJobs(), "default", Job("taken", 3));
+  client_->Create(kube::TrainingJobs(), ns_, Job("taken", 3));
   ASSERT_TRUE(Eventually([&] {
     const json job = GetJob("taken");
     const json* created = Condition(job, "Created");
@@ -837,7 +849,7 @@ TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff
   EXPECT_LE(tries, 6);
   EXPECT_EQ(Events("NameConflict").size(), 1u);
 
-  client_->Delete(kube::Pods(), "default", "taken-1", {});
+  client_->Delete(kube::Pods(), ns_, "taken-1", {});
   ASSERT_TRUE(Eventually([&] { return Pods("taken").size() == 3 && ConditionTrue(GetJob("taken"), "Created"); }))
       << GetJob("taken")["status"].dump();
 }
@@ -848,11 +860,14 @@ TEST_F(ControllerTest, ANameTakenByAnotherPodIsANameConflictConditionWithBackoff
 namespace ringleader::runtime {
 namespace {
 
-// Volcano's PodGroup CRD as far as the operator needs it: what makes discovery serve it.
+// Volcano's PodGroup CRD as far as the operator needs it: what makes discovery serve it. The
+// cluster is the program's, so a TEST that needs it present installs it (and waits until it is
+// Established) and one that needs it absent removes it.
+constexpr char kVolcanoPodGroupCrd[] = "podgroups.scheduling.volcano.sh";
 json VolcanoPodGroupCrd() {
   return {{"apiVersion", "apiextensions.k8s.io/v1"},
           {"kind", "CustomResourceDefinition"},
-          {"metadata", {{"name", "podgroups.scheduling.volcano.sh"}}},
+          {"metadata", {{"name", kVolcanoPodGroupCrd}}},
           {"spec",
            {{"group", "scheduling.volcano.sh"},
             {"scope", "Namespaced"},
@@ -870,12 +885,13 @@ json VolcanoPodGroupCrd() {
 }
 
 TEST_F(ControllerTest, AMissingProviderHoldsThePodsUntilDiscoveryFindsItsCrd) {
+  testing::RemoveCrd(*client_, kVolcanoPodGroupCrd);
   StartController({61000, 61099}, {}, [](ControllerOptions& options) {
     options.provider_discovery_interval = seconds(1);
   });
   json job = Job("gang", 2);
   job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}, {"queue", "research"}};
-  client_->Create(kube::TrainingJobs(), "default", job);
+  client_->Create(kube::TrainingJobs(), ns_, job);
   ASSERT_TRUE(Eventually([&] {
     const json current = GetJob("gang");
     const json* scheduled = Condition(current, "Scheduled");
@@ -888,7 +904,7 @@ TEST_F(ControllerTest, AMissingProviderHoldsThePodsUntilDiscoveryFindsItsCrd) {
 
   client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
   ASSERT_TRUE(Eventually([&] { return Pods("gang").size() == 2; })) << GetJob("gang")["status"].dump();
-  const json group = client_->Get(kube::VolcanoPodGroups(), "default", "gang");
+  const json group = client_->Get(kube::VolcanoPodGroups(), ns_, "gang");
   EXPECT_EQ(group["spec"], json({{"minMember", 2}, {"queue", "research"}}));
   EXPECT_EQ(group["metadata"]["ownerReferences"][0]["uid"], GetJob("gang")["metadata"]["uid"]);
   for (const json& pod : Pods("gang")) {
@@ -901,12 +917,12 @@ TEST_F(ControllerTest, AMissingProviderHoldsThePodsUntilDiscoveryFindsItsCrd) {
 }
 
 TEST_F(ControllerTest, AnExistingPodGroupOfTheJobIsKeptAndBroughtToItsSpec) {
-  client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
+  testing::InstallCrd(*client_, VolcanoPodGroupCrd());
   // The job exists first so its PodGroup can name it; it stays suspended until the group is there.
   json job = Job("regroup", 3);
   job["spec"]["runPolicy"]["suspend"] = true;
   job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}};
-  const json created = client_->Create(kube::TrainingJobs(), "default", job);
+  const json created = client_->Create(kube::TrainingJobs(), ns_, job);
   json group = {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
                 {"kind", "PodGroup"},
                 {"metadata",
@@ -918,12 +934,12 @@ TEST_F(ControllerTest, AnExistingPodGroupOfTheJobIsKeptAndBroughtToItsSpec) {
                                  {"uid", created["metadata"]["uid"]},
                                  {"controller", true}}})}}},
                 {"spec", {{"minMember", 1}, {"queue", "default"}}}};
-  const std::string group_uid = client_->Create(kube::VolcanoPodGroups(), "default", group)["metadata"]["uid"];
+  const std::string group_uid = client_->Create(kube::VolcanoPodGroups(), ns_, group)["metadata"]["uid"];
   StartController();
-  client_->Patch(kube::TrainingJobs(), "default", "regroup", kube::PatchType::kMerge,
+  client_->Patch(kube::TrainingJobs(), ns_, "regroup", kube::PatchType::kMerge,
                  {{"spec", {{"runPolicy", {{"suspend", false}}}}}});
   ASSERT_TRUE(Eventually([&] { return Pods("regroup").size() == 3; })) << GetJob("regroup")["status"].dump();
-  const json updated = client_->Get(kube::VolcanoPodGroups(), "default", "regroup");
+  const json updated = client_->Get(kube::VolcanoPodGroups(), ns_, "regroup");
   EXPECT_EQ(updated["metadata"]["uid"], group_uid);  // kept, not replaced
   EXPECT_EQ(updated["spec"], json({{"minMember", 3}, {"queue", "default"}}));  // Volcano's queue stays
   const json regrouped = GetJob("regroup");
@@ -931,8 +947,8 @@ TEST_F(ControllerTest, AnExistingPodGroupOfTheJobIsKeptAndBroughtToItsSpec) {
 }
 
 TEST_F(ControllerTest, APodGroupOwnedBySomeoneElseIsANameConflict) {
-  client_->Create(kube::CustomResourceDefinitions(), "", VolcanoPodGroupCrd());
-  client_->Create(kube::VolcanoPodGroups(), "default",
+  testing::InstallCrd(*client_, VolcanoPodGroupCrd());
+  client_->Create(kube::VolcanoPodGroups(), ns_,
                   {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
                    {"kind", "PodGroup"},
                    {"metadata", {{"name", "taken"}}},
@@ -940,7 +956,7 @@ TEST_F(ControllerTest, APodGroupOwnedBySomeoneElseIsANameConflict) {
   StartController();
   json job = Job("taken", 2);
   job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Volcano"}};
-  client_->Create(kube::TrainingJobs(), "default", job);
+  client_->Create(kube::TrainingJobs(), ns_, job);
   ASSERT_TRUE(Eventually([&] {
     const json current = GetJob("taken");
     const json* created = Condition(current, "Created");

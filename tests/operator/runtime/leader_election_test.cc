@@ -1,7 +1,9 @@
-// Leader election against the in-process API server (devcluster), on the real clock with short
-// durations: acquire, one leader of two, release and fast handover, stepping down when renewals
-// fail or the Lease is taken, and taking over a crashed holder only after the lease duration.
-// Tests wait on conditions, checked again at each change of the Lease or of a candidate.
+// Leader election on a real kube-apiserver (devcluster), on the real clock with short durations:
+// acquire, one leader of two, release and fast handover, stepping down when renewals fail (the
+// candidates reach the server through its fault proxy) or the Lease is taken, and taking over a
+// crashed holder only after the lease duration. One cluster serves every TEST, each with its
+// Lease in a namespace of its own. Tests wait on conditions, checked again at each change of the
+// Lease or of a candidate.
 #include "operator/runtime/leader_election.h"
 
 #include <gtest/gtest.h>
@@ -9,16 +11,15 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <filesystem>
 #include <functional>
 #include <mutex>
-#include <random>
 #include <regex>
 #include <thread>
 
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/shared_cluster.h"
 #include "tests/operator/runtime/cluster_watch.h"
 
 namespace ringleader::runtime {
@@ -29,27 +30,9 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Steady = std::chrono::steady_clock;
 
-std::filesystem::path MakeTempDir() {
-  std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() /
-             ("ringleader-election-it-" + std::to_string(rd()) + std::to_string(rd()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 bool IsMicroTime(const json& value) {
   static const std::regex kMicroTime(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)");
   return value.is_string() && std::regex_match(value.get<std::string>(), kMicroTime);
-}
-
-LeaderElectionOptions Fast(const std::string& identity) {
-  LeaderElectionOptions options;
-  options.lease_name = "ringleader-test";
-  options.identity = identity;
-  options.lease_duration = seconds(2);
-  options.renew_deadline = seconds(1);
-  options.retry_period = milliseconds(200);
-  return options;
 }
 
 // One replica: its own client, an elector running on its own thread, and a leading callback
@@ -100,40 +83,56 @@ class Candidate {
 
 class LeaderElectionTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { cluster_.Start(); }
+  static void TearDownTestSuite() { cluster_.Stop(); }
+
   void SetUp() override {
-    dir_ = MakeTempDir();
-    cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string()});
-    config_ = kube::LoadKubeconfig(cluster_->kubeconfig_path());
-    observer_ = NewClient();
-    lease_watch_ = std::make_unique<testing::ClusterWatch>(*observer_, std::vector{kube::Leases()}, "default");
+    ASSERT_TRUE(cluster_.ok()) << cluster_.error();
+    observer_ = NewClient(cluster_.config());
+    ns_ = testing::NamespaceForCurrentTest();
+    testing::CreateNamespace(*observer_, ns_);
+    lease_watch_ = std::make_unique<testing::ClusterWatch>(*observer_, std::vector{kube::Leases()}, ns_);
   }
   void TearDown() override {
+    if (!observer_) {
+      return;
+    }
     cluster_->faults().Reset();
     candidates_.clear();
     lease_watch_.reset();
+    testing::DeleteNamespace(*observer_, ns_);
     observer_.reset();
-    cluster_->Stop();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
 
-  std::unique_ptr<kube::Client> NewClient() {
+  LeaderElectionOptions Fast(const std::string& identity) const {
+    LeaderElectionOptions options;
+    options.lease_namespace = ns_;
+    options.lease_name = "ringleader-test";
+    options.identity = identity;
+    options.lease_duration = seconds(2);
+    options.renew_deadline = seconds(1);
+    options.retry_period = milliseconds(200);
+    return options;
+  }
+
+  static std::unique_ptr<kube::Client> NewClient(const kube::Config& config) {
     kube::ClientOptions options;
     options.qps = 0;
     // Short retries, so one attempt never outlasts the renew deadline by much.
     options.backoff = kube::BackoffPolicy{.initial_delay = milliseconds(5), .multiplier = 2.0,
                                           .max_delay = milliseconds(50), .jitter = 0.2,
                                           .max_attempts = 3, .deadline = milliseconds(500)};
-    return kube::MakeClient(config_, options);
+    return kube::MakeClient(config, options);
   }
 
+  // A candidate reaches the server through the fault proxy; the observer goes direct.
   Candidate& AddCandidate(LeaderElectionOptions options) {
-    candidates_.push_back(std::make_unique<Candidate>(NewClient(), std::move(options),
+    candidates_.push_back(std::make_unique<Candidate>(NewClient(cluster_.proxy_config()), std::move(options),
                                                       [this] { lease_watch_->Notify(); }));
     return *candidates_.back();
   }
 
-  json Lease() { return observer_->Get(kube::Leases(), "default", "ringleader-test"); }
+  json Lease() { return observer_->Get(kube::Leases(), ns_, "ringleader-test"); }
 
   // Waits until `condition` holds, checking it again at each change of the Lease or of a
   // candidate; true when it held within `timeout`.
@@ -141,9 +140,8 @@ class LeaderElectionTest : public ::testing::Test {
     return lease_watch_->WaitFor(condition, std::chrono::duration_cast<milliseconds>(timeout));
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<devcluster::DevCluster> cluster_;
-  kube::Config config_;
+  inline static testing::SharedCluster cluster_;
+  std::string ns_;  // this TEST's namespace, where its Lease is
   std::unique_ptr<kube::Client> observer_;
   std::unique_ptr<testing::ClusterWatch> lease_watch_;  // through observer_
   std::vector<std::unique_ptr<Candidate>> candidates_;
@@ -194,7 +192,7 @@ TEST_F(LeaderElectionTest, ALoneCandidateCreatesTheLeaseRenewsItAndReleasesItOnS
 
 TEST_F(LeaderElectionTest, OfTwoCandidatesExactlyOneLeads) {
   // A renew deadline of 2 s, so a loaded machine does not make the leader miss it.
-  auto patient = [](const std::string& identity) {
+  auto patient = [this](const std::string& identity) {
     LeaderElectionOptions options = Fast(identity);
     options.lease_duration = seconds(3);
     options.renew_deadline = seconds(2);
@@ -259,7 +257,7 @@ TEST_F(LeaderElectionTest, RunReleasesTheLeaseWhenTheLeadingCallbackReturnsByIts
 
 TEST_F(LeaderElectionTest, StoppingTheLeaderHandsTheLeaseToTheStandbyWellBeforeItWouldExpire) {
   // A long lease, so a handover that waited for expiry would take 10 s.
-  auto slow_expiry = [](const std::string& identity) {
+  auto slow_expiry = [this](const std::string& identity) {
     LeaderElectionOptions options = Fast(identity);
     options.lease_duration = seconds(10);
     options.renew_deadline = seconds(5);
@@ -315,7 +313,7 @@ TEST_F(LeaderElectionTest, ALeaderWhoseLeaseIsTakenOverStepsDown) {
     json lease = Lease();
     lease["spec"]["holderIdentity"] = "intruder";
     try {
-      observer_->Update(kube::Leases(), "default", lease);
+      observer_->Update(kube::Leases(), ns_, lease);
       written = true;
     } catch (const kube::ApiError& e) {
       if (!kube::IsConflict(e)) {
@@ -334,7 +332,7 @@ TEST_F(LeaderElectionTest, AStandbyTakesACrashedHoldersLeaseOnlyAfterTheLeaseDur
   // A holder that stopped renewing without releasing. Its renewTime is an hour old on its own
   // clock: expiry must be judged on the standby's clock, not by comparing timestamps.
   const std::string long_ago = "2020-01-01T00:00:00.000000Z";
-  observer_->Create(kube::Leases(), "default",
+  observer_->Create(kube::Leases(), ns_,
                     {{"apiVersion", "coordination.k8s.io/v1"},
                      {"kind", "Lease"},
                      {"metadata", {{"name", "ringleader-test"}}},

@@ -1,8 +1,9 @@
-// The ringleader-operator binary as a process against devcluster: killed with SIGKILL again
-// and again during a rollout it still converges with no duplicate Pod, no port collision and no
-// job's ports ever changing; with two replicas under leader election only the leader writes,
-// and when it is killed the standby takes over. Waits are on conditions, checked again at each
-// change the test's own watches see.
+// The ringleader-operator binary as a process against devcluster's real API server: killed with
+// SIGKILL again and again during a rollout it still converges with no duplicate Pod, no port
+// collision and no job's ports ever changing; with two replicas under leader election only the
+// leader writes, and when it is killed the standby takes over. One cluster serves both TESTs,
+// each in a namespace of its own that its operators are limited to (--namespace, and the Lease
+// there). Waits are on conditions, checked again at each change the test's own watches see.
 #include <cpprest/http_client.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -25,8 +27,8 @@
 
 #include "operator/kube/client.h"
 #include "operator/kube/config.h"
-#include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
+#include "tests/devcluster/shared_cluster.h"
 #include "tests/operator/runtime/cluster_watch.h"
 #include "tests/support/test_environment.h"
 
@@ -36,7 +38,6 @@ namespace {
 using nlohmann::json;
 using ringleader::testing::ClusterWatch;
 using ringleader::testing::FreePorts;
-using ringleader::testing::MakeTempDir;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -76,10 +77,10 @@ class OperatorProcess {
   pid_t pid_ = -1;
 };
 
-json Job(const std::string& name, int replicas) {
+json Job(const std::string& name, const std::string& ns, int replicas) {
   return {{"apiVersion", "ringleader.dev/v1alpha1"},
           {"kind", "TrainingJob"},
-          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
           {"spec",
            {{"replicas", replicas},
             {"template", {{"spec", {{"containers", json::array({{{"name", "trainer"}, {"image", "t:1"}}})}}}}}}}};
@@ -96,27 +97,31 @@ bool PodsCreated(const json& job) {
 
 class OperatorProcessTest : public ::testing::Test {
  protected:
+  static void SetUpTestSuite() { cluster_.Start(); }
+  static void TearDownTestSuite() { cluster_.Stop(); }
+
   void SetUp() override {
-    dir_ = MakeTempDir("ringleader-op-it");
-    cluster_ = devcluster::DevCluster::Start(devcluster::Options{.data_dir = (dir_ / "dc").string(),
-                                                                 .watch_history = 200000});
+    ASSERT_TRUE(cluster_.ok()) << cluster_.error();
     kube::ClientOptions options;
     options.qps = 0;
-    client_ = kube::MakeClient(kube::LoadKubeconfig(cluster_->kubeconfig_path()), options);
-    client_->Create(kube::CustomResourceDefinitions(), "",
-                    yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml"));
+    client_ = kube::MakeClient(cluster_.config(), options);
+    ns_ = testing::NamespaceForCurrentTest();
+    testing::CreateNamespace(*client_, ns_);
+    dir_ = cluster_.dir() / ns_;  // the operators' logs
+    std::filesystem::create_directories(dir_);
     watch_ = std::make_unique<ClusterWatch>(
-        *client_, std::vector{kube::TrainingJobs(), kube::Pods(), kube::Leases()}, "default");
+        *client_, std::vector{kube::TrainingJobs(), kube::Pods(), kube::Leases()}, ns_);
   }
   void TearDown() override {
     watch_.reset();
-    cluster_->Stop();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
+    if (client_) {
+      testing::DeleteNamespace(*client_, ns_);
+    }
   }
 
   std::vector<std::string> Args(const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"run", "--kubeconfig", cluster_->kubeconfig_path(),
+                                     "--namespace", ns_, "--leader-election-namespace", ns_,
                                      "--workers", "4", "--kube-api-qps", "1000", "--kube-api-burst", "1000",
                                      "--port-range", "61000-64999"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -124,7 +129,7 @@ class OperatorProcessTest : public ::testing::Test {
   }
 
   // Waits until `predicate` holds, checking it again at each change of a TrainingJob, Pod or
-  // Lease in "default" (the leader renews its Lease every retry period).
+  // Lease in the namespace (the leader renews its Lease every retry period).
   bool Eventually(const std::function<bool()>& predicate, seconds timeout) {
     return watch_->WaitFor(predicate, timeout);
   }
@@ -142,8 +147,9 @@ class OperatorProcessTest : public ::testing::Test {
     return lease ? lease->value("spec", json::object()).value("holderIdentity", "") : "";
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<devcluster::DevCluster> cluster_;
+  inline static testing::SharedCluster cluster_;
+  std::string ns_;             // this TEST's namespace
+  std::filesystem::path dir_;  // this TEST's files
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<ClusterWatch> watch_;  // through client_
 };
@@ -163,7 +169,7 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
     while (!stop.stop_requested()) {
       kube::WatchOptions options;
       options.resource_version = rv;
-      client_->Watch(kube::TrainingJobs(), "default", options, [&](const kube::WatchEvent& event) {
+      client_->Watch(kube::TrainingJobs(), ns_, options, [&](const kube::WatchEvent& event) {
         rv = kube::ResourceVersionOf(event.object);
         const std::string uid = event.object["metadata"]["uid"];
         {
@@ -197,17 +203,17 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
   int mid_rollout_kills = 0;  // with some but not all Pods created
   for (; kills < kKills; ++kills) {
     for (int i = kills * kJobsPerStart; i < (kills + 1) * kJobsPerStart; ++i) {
-      client_->Create(kube::TrainingJobs(), "default", Job("job-" + std::to_string(i), kReplicas));
+      client_->Create(kube::TrainingJobs(), ns_, Job("job-" + std::to_string(i), ns_, kReplicas));
     }
     const std::size_t target =
-        kube::ListAll(*client_, kube::Pods(), "default").items.size() + pods_before_kill(random);
+        kube::ListAll(*client_, kube::Pods(), ns_).items.size() + pods_before_kill(random);
     OperatorProcess op(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
                              "--health-probe-bind-address", "0"}),
                        log);
     ASSERT_TRUE(Eventually([&] { return watch_->Count(kube::Pods()) >= target; }, seconds(60)))
         << "operator " << kills + 1 << " did not create its Pods; log: " << log;
     op.Kill(SIGKILL);
-    const auto pods = kube::ListAll(*client_, kube::Pods(), "default").items.size();
+    const auto pods = kube::ListAll(*client_, kube::Pods(), ns_).items.size();
     mid_rollout_kills += pods > 0 && pods < kJobs * kReplicas ? 1 : 0;
   }
   OperatorProcess last(Args({"--leader-elect", "false", "--metrics-bind-address", "0",
@@ -231,7 +237,7 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
 
   // Zero duplicate Pods: each job has exactly ranks 0..R-1 of attempt 0, each once.
   std::map<std::string, std::set<std::string>> ranks;
-  for (const json& pod : kube::ListAll(*client_, kube::Pods(), "default").items) {
+  for (const json& pod : kube::ListAll(*client_, kube::Pods(), ns_).items) {
     const json& labels = pod["metadata"]["labels"];
     EXPECT_EQ(labels["ringleader.dev/attempt"], "0") << pod["metadata"]["name"];
     EXPECT_TRUE(ranks[labels["ringleader.dev/job-name"]].insert(labels["ringleader.dev/rank"]).second)
@@ -240,7 +246,7 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
   EXPECT_EQ(ranks.size(), static_cast<std::size_t>(kJobs));
   // Zero port collisions between jobs.
   std::set<int> ports;
-  const std::vector<json> jobs = kube::ListAll(*client_, kube::TrainingJobs(), "default").items;
+  const std::vector<json> jobs = kube::ListAll(*client_, kube::TrainingJobs(), ns_).items;
   for (const json& job : jobs) {
     for (const auto& [role, port] : job["status"]["ports"].items()) {
       EXPECT_TRUE(ports.insert(port.get<int>()).second) << "port " << port << " given twice";
@@ -257,8 +263,7 @@ TEST_F(OperatorProcessTest, SigkillDuringARolloutLosesNothingAndNeverChangesPort
       });
     })) << "the watcher fell behind";
   }
-  watcher.request_stop();
-  cluster_->faults().CutWatches();
+  watcher.request_stop();  // ends its open watch too
   watcher.join();
   std::lock_guard lock(mutex);
   EXPECT_EQ(first_ports.size(), static_cast<std::size_t>(kJobs));
@@ -313,7 +318,7 @@ TEST_F(OperatorProcessTest, OnlyTheLeaderWritesAndTheStandbyTakesOverWhenItIsKil
   ASSERT_TRUE(Eventually([&] { return Scrape(port_b, "ringleader_operator_leader") == 0 &&
                                       Scrape(port_a, "ringleader_operator_leader") == 1; }, seconds(30)));
 
-  client_->Create(kube::TrainingJobs(), "default", Job("led", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("led", ns_, 2));
   ASSERT_TRUE(Eventually([&] { return PodsOf("led") == 2; }, seconds(30)));
   EXPECT_GT(Writes(port_a), 0);
   EXPECT_EQ(Writes(port_b), 0) << "a standby must not write";
@@ -323,7 +328,7 @@ TEST_F(OperatorProcessTest, OnlyTheLeaderWritesAndTheStandbyTakesOverWhenItIsKil
   ASSERT_TRUE(Eventually([&] { return Holder() == "replica-b"; }, seconds(30)));
   const double takeover = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
   EXPECT_LT(takeover, 3 + 2 + 2) << "lease 3 s plus a retry period and slack";
-  client_->Create(kube::TrainingJobs(), "default", Job("after-failover", 2));
+  client_->Create(kube::TrainingJobs(), ns_, Job("after-failover", ns_, 2));
   EXPECT_TRUE(Eventually([&] { return PodsOf("after-failover") == 2; }, seconds(30)));
   EXPECT_EQ(Scrape(port_b, "ringleader_operator_leader"), 1);
 }
