@@ -3,7 +3,11 @@
 #include "tests/devcluster/kubelet/kubelet.h"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "operator/api/trainingjob.h"
 #include "tests/devcluster/kubelet/container_log.h"
@@ -33,6 +37,37 @@ void RemoveAllButLogs(const std::filesystem::path& pod_dir) {
       std::filesystem::remove_all(entry.path(), ignored);
     }
   }
+}
+
+// The mount points of every mount namespace on this machine (each read once, from the first
+// process found in it), resolved as the kernel resolved them.
+std::set<std::filesystem::path> MountPointsInUse() {
+  std::set<std::filesystem::path> points;
+  std::set<std::filesystem::path> namespaces;
+  std::error_code ignored;
+  for (const auto& process : std::filesystem::directory_iterator("/proc", ignored)) {
+    const std::string pid = process.path().filename().string();
+    if (pid.empty() || !std::all_of(pid.begin(), pid.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      continue;
+    }
+    std::error_code error;
+    const std::filesystem::path mount_namespace = std::filesystem::read_symlink(process.path() / "ns" / "mnt", error);
+    if (error || !namespaces.insert(mount_namespace).second) {
+      continue;
+    }
+    std::ifstream mountinfo(process.path() / "mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+      // mount ID, parent ID, major:minor, root, mount point, ...
+      std::istringstream fields(line);
+      std::string field;
+      std::string point;
+      fields >> field >> field >> field >> field >> point;
+      if (!point.empty()) {
+        points.insert(point);
+      }
+    }
+  }
+  return points;
 }
 
 std::string Meta(const json& object, const char* field) {
@@ -201,10 +236,15 @@ void Kubelet::Stop() {
     RemoveAllButLogs(running->dir);
   }
   status_->Stop();
-  // Deepest first; a directory something else put files in stays.
+  // Deepest first; a directory something else put files in stays, and so does one that is a mount
+  // point in another mount namespace: a Pod of another agent (another devcluster on this machine)
+  // has a volume there, which removing the directory would detach.
+  const std::set<std::filesystem::path> in_use = MountPointsInUse();
   for (auto it = mount_points_.rbegin(); it != mount_points_.rend(); ++it) {
     std::error_code ignored;
-    std::filesystem::remove(*it, ignored);
+    if (in_use.count(std::filesystem::weakly_canonical(*it, ignored)) == 0) {
+      std::filesystem::remove(*it, ignored);
+    }
   }
 }
 
