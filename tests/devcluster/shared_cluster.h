@@ -22,26 +22,22 @@
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/devcluster.h"
 #include "tests/support/test_environment.h"
+#include "tests/support/wait_until.h"
 
 namespace ringleader::testing {
 
 // Checks `condition` every 20 ms until it holds or `timeout` has passed; a kube::ApiError thrown
 // by it counts as "not yet". True when it held in time.
 inline bool PollUntil(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    try {
-      if (condition()) {
-        return true;
-      }
-    } catch (const kube::ApiError&) {
-      // not there yet
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  return WaitUntil(
+      [&] {
+        try {
+          return condition();
+        } catch (const kube::ApiError&) {
+          return false;  // not there yet
+        }
+      },
+      timeout, std::chrono::milliseconds(20));
 }
 
 inline bool Exists(kube::Client& client, const kube::Resource& resource, const std::string& ns,

@@ -17,7 +17,7 @@
 #include "tests/e2e/bed_test.h"
 #include "tests/e2e/end_to_end.h"
 #include "tests/e2e/job_status.h"
-#include "tests/e2e/wait_until.h"
+#include "tests/support/wait_until.h"
 
 namespace ringleader::testing {
 namespace {

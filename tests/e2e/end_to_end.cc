@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "tests/devcluster/kubelet/pod_network.h"
-#include "tests/e2e/wait_until.h"
+#include "tests/support/wait_until.h"
 #include "tests/support/test_environment.h"
 
 namespace ringleader::testing {

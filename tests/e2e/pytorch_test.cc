@@ -15,7 +15,7 @@
 
 #include "tests/e2e/end_to_end.h"
 #include "tests/e2e/job_status.h"
-#include "tests/e2e/wait_until.h"
+#include "tests/support/wait_until.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
 

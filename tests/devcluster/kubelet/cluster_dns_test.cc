@@ -14,6 +14,7 @@
 
 #include "tests/devcluster/control_plane.h"
 #include "tests/support/test_environment.h"
+#include "tests/support/wait_until.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -29,14 +30,7 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 bool Eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(30000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return ringleader::testing::WaitUntil(done, timeout, milliseconds(50));
 }
 
 class ClusterDnsTest : public ::testing::Test {

@@ -24,6 +24,7 @@
 #include "tests/devcluster/kubelet/cluster_dns.h"
 #include "tests/devcluster/kubelet/node_heartbeat.h"
 #include "tests/support/test_environment.h"
+#include "tests/support/wait_until.h"
 
 namespace ringleader::devcluster::kubelet {
 namespace {
@@ -45,14 +46,7 @@ std::string ReadFile(const std::filesystem::path& path) {
 
 // Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
 bool Eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(30000)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(milliseconds(50));
-  }
-  return done();
+  return ringleader::testing::WaitUntil(done, timeout, milliseconds(50));
 }
 
 // Run with isolation (network and mount namespaces, as root) and with the fallback every

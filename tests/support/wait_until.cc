@@ -1,4 +1,4 @@
-#include "tests/e2e/wait_until.h"
+#include "tests/support/wait_until.h"
 
 #include <thread>
 
