@@ -123,7 +123,8 @@ std::string FormatMicroTime(std::chrono::system_clock::time_point time) {
   using std::chrono::seconds;
   std::string whole = api::FormatTime(time);
   const auto micros = duration_cast<microseconds>(time - floor<seconds>(time)).count();
-  char fraction[16];
+  // Room for any long long: GCC's -Wformat-truncation at -O2 cannot see micros < 10^6.
+  char fraction[24];
   std::snprintf(fraction, sizeof(fraction), ".%06lld", static_cast<long long>(micros));
   whole.insert(whole.size() - 1, fraction);
   return whole;
