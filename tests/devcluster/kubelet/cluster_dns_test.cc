@@ -7,12 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <sstream>
 #include <thread>
 
 #include "tests/devcluster/control_plane.h"
+#include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
 #include "tests/support/wait_until.h"
 
@@ -21,13 +20,6 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 bool Eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(30000)) {
   return ringleader::testing::WaitUntil(done, timeout, milliseconds(50));
@@ -94,7 +86,7 @@ class ClusterDnsTest : public ::testing::Test {
     admin_->UpdateStatus(kube::Pods(), "default", pod);
   }
 
-  bool HostsHas(const std::string& line) { return ReadFile(dns_->hosts_file()).find(line) != std::string::npos; }
+  bool HostsHas(const std::string& line) { return ringleader::testing::ReadLog(dns_->hosts_file()).find(line) != std::string::npos; }
 
   std::filesystem::path dir_;
   std::unique_ptr<ControlPlane> plane_;
@@ -105,7 +97,7 @@ class ClusterDnsTest : public ::testing::Test {
 
 TEST_F(ClusterDnsTest, TheHostsFileFollowsHeadlessServicesEndpointSlices) {
   dns_ = std::make_unique<ClusterDns>(admin_config_, dir_ / "hosts");
-  EXPECT_NE(ReadFile(dir_ / "hosts").find("127.0.0.1\tlocalhost"), std::string::npos) << "written at once";
+  EXPECT_NE(ringleader::testing::ReadLog(dir_ / "hosts").find("127.0.0.1\tlocalhost"), std::string::npos) << "written at once";
   ASSERT_TRUE(Eventually([&] { return dns_->Synced(); })) << dns_->LastError();
 
   Service("gang", true);
@@ -113,16 +105,16 @@ TEST_F(ClusterDnsTest, TheHostsFileFollowsHeadlessServicesEndpointSlices) {
   RunningPod("gang", "gang-0", "10.250.0.10", false);
   RunningPod("strict", "strict-0", "10.250.0.11", false);
   EXPECT_TRUE(Eventually([&] { return HostsHas("10.250.0.10\tgang-0.gang.default.svc.cluster.local\n"); }))
-      << ReadFile(dns_->hosts_file());
+      << ringleader::testing::ReadLog(dns_->hosts_file());
   EXPECT_TRUE(HostsHas("10.250.0.10\tgang.default.svc.cluster.local\n"));
   EXPECT_FALSE(HostsHas("strict-0")) << "a not-ready Pod of a Service that does not publish it has no name";
 
   SetReady(admin_->Get(kube::Pods(), "default", "strict-0"), "10.250.0.11", true);
   EXPECT_TRUE(Eventually([&] { return HostsHas("10.250.0.11\tstrict-0.strict.default.svc.cluster.local\n"); }))
-      << ReadFile(dns_->hosts_file());
+      << ringleader::testing::ReadLog(dns_->hosts_file());
 
   admin_->Delete(kube::Services(), "default", "gang");
-  EXPECT_TRUE(Eventually([&] { return !HostsHas("gang"); })) << ReadFile(dns_->hosts_file());
+  EXPECT_TRUE(Eventually([&] { return !HostsHas("gang"); })) << ringleader::testing::ReadLog(dns_->hosts_file());
   EXPECT_TRUE(HostsHas("strict-0.strict.default.svc.cluster.local"));
 }
 

@@ -23,6 +23,7 @@
 #include "tests/devcluster/control_plane.h"
 #include "tests/devcluster/kubelet/cluster_dns.h"
 #include "tests/devcluster/kubelet/node_heartbeat.h"
+#include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
 #include "tests/support/wait_until.h"
 
@@ -36,13 +37,6 @@ using ::testing::HasSubstr;
 
 constexpr const char* kShell = "devcluster.test/sh:1";  // an image that stands for /bin/sh
 constexpr int kNodes = 64;                              // node tokens: one Node per test
-
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
 bool Eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(30000)) {
@@ -327,7 +321,7 @@ TEST_P(KubeletTest, ASidecarStartsFirstAndItsStartupProbeGatesTheMainContainer) 
   const bool account_dir_existed = std::filesystem::exists("/var/run/secrets/kubernetes.io/serviceaccount");
   Create(kube::Pods(), pod);
   const json done = WaitFor("gated", Phase("Succeeded"));
-  EXPECT_EQ(ReadFile(order), "sidecar\nmain\n");
+  EXPECT_EQ(ringleader::testing::ReadLog(order), "sidecar\nmain\n");
   const json& init = done["status"]["initContainerStatuses"][0];
   EXPECT_EQ(init["name"], "sidecar");
   // Stopped once the main container ended, and its exit does not fail the Pod.
@@ -394,8 +388,8 @@ TEST_P(KubeletTest, PodsResolveEachOtherByTheirHeadlessServiceNames) {
   // The EndpointSlice controller lists the Pod, and cluster DNS writes its name.
   const std::string record =
       running["status"].value("podIP", "") + "\tserver.peers." + ns_ + ".svc.cluster.local\n";
-  ASSERT_TRUE(Eventually([&] { return ReadFile(dns_->hosts_file()).find(record) != std::string::npos; }))
-      << ReadFile(dns_->hosts_file());
+  ASSERT_TRUE(Eventually([&] { return ringleader::testing::ReadLog(dns_->hosts_file()).find(record) != std::string::npos; }))
+      << ringleader::testing::ReadLog(dns_->hosts_file());
   Create(kube::Pods(), client);
   const json resolved = WaitFor("client", Ended());
   EXPECT_EQ(resolved["status"]["phase"], "Succeeded") << resolved["status"].dump(2);
@@ -481,7 +475,7 @@ TEST_P(KubeletTest, DeletingAPodKillsItsProcesses) {
   WaitFor("doomed", Phase("Running"));
   pid_t pid = 0;
   ASSERT_TRUE(Eventually([&] {
-    std::istringstream(ReadFile(pid_file)) >> pid;
+    std::istringstream(ringleader::testing::ReadLog(pid_file)) >> pid;
     return pid > 0;
   }));
   ASSERT_EQ(::kill(pid, 0), 0);
@@ -570,7 +564,7 @@ TEST_P(KubeletTest, ContainersSeeTheirDevicesInNvidiaVisibleDevicesAsTheDeviceMa
   std::map<std::string, std::string> seen;
   for (const std::string pod : {"job-0", "job-1"}) {
     for (const std::string container : {"sidecar", "preflight", "trainer"}) {
-      seen[pod + "/" + container] = ReadFile(work_ / (pod + "-" + container));
+      seen[pod + "/" + container] = ringleader::testing::ReadLog(work_ / (pod + "-" + container));
     }
   }
   EXPECT_EQ(seen, (std::map<std::string, std::string>{{"job-0/sidecar", "unset\n"},
@@ -609,7 +603,7 @@ TEST_P(KubeletTest, ContainersSeeTheirDevicesInNvidiaVisibleDevicesAsTheDeviceMa
   after["spec"]["containers"] = json::array({gpu_container("after", "main", 4, "exit 0")});
   Create(kube::Pods(), after);
   WaitFor("after", Phase("Succeeded"));
-  EXPECT_EQ(ReadFile(work_ / "after-main"), "0,1,2,3\n");
+  EXPECT_EQ(ringleader::testing::ReadLog(work_ / "after-main"), "0,1,2,3\n");
 }
 
 TEST_P(KubeletTest, PodLogsComeThroughTheApiServerFromTheAgentsEndpoint) {
