@@ -209,21 +209,26 @@ spec:
   expected.communication.monitor = {
       .enabled = false, .interval_seconds = 300, .message_bytes = 256 << 20};
   expected.communication.telemetry.enabled = false;
-  expected.run_policy = {.backoff_limit = 5,
-                         .active_deadline_seconds = 86400,
-                         .ttl_seconds_after_finished = 3600,
-                         .suspend = true,
-                         .success_policy = SuccessPolicy::kRankZero};
+  expected.run_policy.backoff_limit = 5;
+  expected.run_policy.active_deadline_seconds = 86400;
+  expected.run_policy.ttl_seconds_after_finished = 3600;
+  expected.run_policy.suspend = true;
+  expected.run_policy.success_policy = SuccessPolicy::kRankZero;
   expected.run_policy.failure_policy.rules = {
       {.action = FailureAction::kFailJob,
        .on_exit_codes = ExitCodeRequirement{.container_name = "trainer",
                                             .op = ExitCodeOperator::kIn,
-                                            .values = {3, 42}}},
+                                            .values = {3, 42}},
+       .on_pod_conditions = std::nullopt},
       {.action = FailureAction::kIgnore,
+       .on_exit_codes = std::nullopt,
        .on_pod_conditions = std::vector<PodConditionPattern>{{.type = "DisruptionTarget", .status = "True"},
                                                              {.type = "Ready", .status = "False"}}},
       {.action = FailureAction::kRestartJob,
-       .on_exit_codes = ExitCodeRequirement{.op = ExitCodeOperator::kNotIn, .values = {0}}}};
+       .on_exit_codes = ExitCodeRequirement{.container_name = std::nullopt,
+                                            .op = ExitCodeOperator::kNotIn,
+                                            .values = {0}},
+       .on_pod_conditions = std::nullopt}};
   expected.run_policy.failure_policy.restart_backoff = {.initial_seconds = 2, .max_seconds = 60};
   ExpectSameSpec(job.spec, expected);
 }
@@ -568,12 +573,11 @@ TEST(TrainingJobStatusTest, EmptyStatusRoundTripsEqual) {
 
 TEST(TrainingJobStatusTest, PartialCommunicationRoundTripsEqual) {
   TrainingJobStatus status;
-  status.communication = CommunicationStatus{.backend = "nccl",
-                                             .last_all_reduce_bus_bandwidth = "",
-                                             .last_all_reduce_bus_bandwidth_bytes = 0,
-                                             .last_probe_time = std::nullopt,
-                                             .preflight = "Failed",
-                                             .slowest_rank = ""};
+  // Only these two are set; every other member keeps its empty default.
+  CommunicationStatus communication;
+  communication.backend = "nccl";
+  communication.preflight = "Failed";
+  status.communication = communication;
   FieldErrors errors;
   EXPECT_EQ(StatusFromJson(StatusToJson(status), &errors), status);
   EXPECT_THAT(Strings(errors), IsEmpty());
@@ -581,13 +585,16 @@ TEST(TrainingJobStatusTest, PartialCommunicationRoundTripsEqual) {
 
 TEST(TrainingJobStatusTest, TrainingWithoutASlowestRankRoundTripsEqual) {
   TrainingJobStatus status;
-  status.communication = CommunicationStatus{
-      .backend = "nccl",
-      .training = TrainingCommunicationStatus{.collective = "all_gather",
-                                              .size = "1MiB",
-                                              .bus_bandwidth = "0 B/s",
-                                              .bus_bandwidth_bytes = 0,
-                                              .ranks_reporting = 1}};
+  TrainingCommunicationStatus training;  // slowest_rank and its bandwidth stay empty
+  training.collective = "all_gather";
+  training.size = "1MiB";
+  training.bus_bandwidth = "0 B/s";
+  training.bus_bandwidth_bytes = 0;
+  training.ranks_reporting = 1;
+  CommunicationStatus communication;
+  communication.backend = "nccl";
+  communication.training = training;
+  status.communication = communication;
   FieldErrors errors;
   EXPECT_EQ(StatusFromJson(StatusToJson(status), &errors), status);
   EXPECT_THAT(Strings(errors), IsEmpty());

@@ -721,12 +721,14 @@ TEST(PlanTest, DeletedJobPlansNothing) {
 TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.StartRunning(At(0));
-  cluster.set_summary({.backend = "gloo",
-                       .last_all_reduce_bus_bandwidth = "2.5 GB/s",
-                       .last_all_reduce_bus_bandwidth_bytes = 2'500'000'000,
-                       .last_probe_time = At(3),
-                       .preflight = "Passed",
-                       .slowest_rank = "1"});
+  api::CommunicationStatus summary;
+  summary.backend = "gloo";
+  summary.last_all_reduce_bus_bandwidth = "2.5 GB/s";
+  summary.last_all_reduce_bus_bandwidth_bytes = 2'500'000'000;
+  summary.last_probe_time = At(3);
+  summary.preflight = "Passed";
+  summary.slowest_rank = "1";
+  cluster.set_summary(summary);
   cluster.ReconcileUntilStable(At(4));
   const json& comm = cluster.job_json()["status"]["communication"];
   EXPECT_EQ(comm["lastAllReduceBusBandwidth"], "2.5 GB/s");
@@ -737,7 +739,8 @@ TEST(PlanTest, SidecarSummaryIsCopiedIntoStatus) {
 TEST(PlanTest, TheTrainersCollectivesAreCopiedIntoStatusTraining) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.StartRunning(At(0));
-  api::CommunicationStatus summary{.backend = "nccl"};
+  api::CommunicationStatus summary;
+  summary.backend = "nccl";
   summary.training = api::TrainingCommunicationStatus{.collective = "all_reduce",
                                                       .size = "64MiB",
                                                       .bus_bandwidth = "110 GB/s",

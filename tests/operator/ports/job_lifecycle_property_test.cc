@@ -86,7 +86,9 @@ class JobLifecycleTest : public ::testing::Test {
     const int op = Between(0, 99);
     if (!j.exists) {
       if (op < 30) {
-        j = Job{.exists = true, .suspended = Between(0, 2) == 0};  // some are created suspended
+        j = Job{};
+        j.exists = true;
+        j.suspended = Between(0, 2) == 0;  // some are created suspended
       }
     } else if (op < 15) {
       j.suspended = true;  // Kueue preempts by suspending
