@@ -4,11 +4,15 @@
 // member NCCL can put there, so sizes and offsets match NCCL's own (checked below).
 //
 // Which versions. NCCL looks for the newest `ncclProfiler_vN` symbol it knows and falls back to
-// older ones: NCCL 2.26 and 2.27 know v1..v4, NCCL 2.28 knows v1..v5 (the 2.28.9 libnccl.so on
-// the development machine has getNcclProfiler_v1 .. _v5), and later releases keep adapters for
-// v5. v4 is the first version whose kernel-channel events carry the GPU's own start and stop
-// timestamps (ptimers), which is what the plugin measures, so it exports v4 and v5 and nothing
-// older: NCCL 2.25 and earlier run without it instead of reporting CPU enqueue times.
+// older ones (NVIDIA/nccl src/plugin/profiler.cc): NCCL 2.26 and earlier know at most v3, NCCL
+// 2.27 knows v1..v4, NCCL 2.28 knows v1..v5 (the 2.28.9 libnccl.so on the development machine has
+// getNcclProfiler_v1 .. _v5), and later releases keep adapters for v5. v4 is the first version
+// whose init names the communicator (hash, rank, nranks) and whose kernel-channel events carry the
+// GPU's own start and stop timestamps (ptimers), which is what the plugin measures, so it exports
+// v4 and v5 and nothing older: NCCL 2.26 and earlier run without it (docs/operations.md: 2.27.5
+// or later, 2.27.3 only by name). NCCL 2.27 starts a plan's collective and p2p events only when
+// the plugin gave its Group event a non-NULL handle; 2.28 starts them whatever the Group handle
+// (plugin.cc gives every Group one).
 #pragma once
 
 #include <sys/types.h>

@@ -295,6 +295,12 @@ abi::Result StartEvent(void* context, void** handle, Descr* descr) {
   }
   *handle = nullptr;
   switch (descr->type) {
+    case abi::kEventGroup:
+      // NCCL 2.27 starts a plan's collective and p2p events only under a non-NULL Group handle
+      // (src/plugin/profiler.cc: `if (plan->groupEventHandle)`), so every Group gets the one
+      // placeholder handle; stopping it, or recording a state on it, does nothing.
+      *handle = g_recorder.GroupHandle();
+      break;
     case abi::kEventColl:
       *handle = g_recorder.StartOp(context, {descr->coll.func, descr->coll.datatype,
                                              descr->coll.count, descr->coll.nChannels});

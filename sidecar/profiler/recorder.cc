@@ -212,7 +212,7 @@ void Recorder::RecordChannelStop(void* handle, std::uint64_t gpu_stop) {
   std::atomic<std::uint8_t>* channel = nullptr;
   OpSlot* op = AsChannel(handle, &channel);
   if (op == nullptr) {
-    if (handle != nullptr) {
+    if (handle != nullptr && handle != GroupHandle()) {
       Count(Counter::kEventsIgnored);
     }
     return;
@@ -244,7 +244,7 @@ void Recorder::Stop(void* handle) {
   std::atomic<std::uint8_t>* channel = nullptr;
   OpSlot* op = AsChannel(handle, &channel);
   if (op == nullptr) {
-    if (handle != nullptr) {
+    if (handle != nullptr && handle != GroupHandle()) {
       Count(Counter::kEventsIgnored);
     }
     return;

@@ -48,6 +48,9 @@ class Recorder {
   // when `context` is not a live communicator.
   bool FinalizeCommunicator(void* context);
   void* OverflowContext() { return &overflow_; }
+  // The handle of every Group event. NCCL 2.27 starts a plan's collective and p2p events only
+  // under a non-NULL Group handle; Stop and RecordChannelStop ignore this one without counting.
+  void* GroupHandle() { return &group_; }
 
   // ---- Events (any NCCL thread; lock-free, allocation-free) ----
 
@@ -163,6 +166,7 @@ class Recorder {
   alignas(64) std::atomic<std::uint64_t> now_ms_{0};
   std::size_t next_comm_ = 0;  // under the caller's lock
   char overflow_ = 0;          // its address is the context of communicators not recorded
+  char group_ = 0;             // its address is every Group event's handle
 };
 
 }  // namespace ringleader::profiler

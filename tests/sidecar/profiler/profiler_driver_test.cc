@@ -184,6 +184,17 @@ std::vector<OpEvents> OpsFor(std::size_t c) {
 
 // ---- Driving the plugin ----
 
+// The NCCL releases whose call order a plan is replayed in (NVIDIA/nccl src/plugin/profiler.cc).
+enum class Release {
+  // 2.27, through ncclProfiler_v4: a plan's tasks start, with the Group handle as their parent,
+  // only `if (plan->groupEventHandle)`; their stops are gated the same way.
+  kNccl2_27,
+  // 2.28, through ncclProfiler_v5: the Group event still comes first, but the tasks start whatever
+  // its handle; their parentObj is their CollApi/P2pApi handle (NULL: the plugin asks for no API
+  // events) and the Group handle is their parentGroup.
+  kNccl2_28,
+};
+
 // Calls through the v5 or the v4 struct with the descriptor that version defines.
 class Driver {
  public:
@@ -202,10 +213,16 @@ class Driver {
     return context;
   }
 
-  void* StartOp(void* context, const OpEvents& op) {
+  // A coll or p2p event. `parent` is parentObj; `parent_group` is v5's parentGroup.
+  void* StartOp(void* context, const OpEvents& op, void* parent = nullptr,
+                void* parent_group = nullptr) {
     const bool p2p = op.kind->op == Op::kSend || op.kind->op == Op::kRecv;
-    return Start(context, p2p ? abi::kEventP2p : abi::kEventColl, nullptr, op.kind->func,
-                 op.type->name, op.count, op.n_channels, 0, 0);
+    return Start(context, p2p ? abi::kEventP2p : abi::kEventColl, parent, op.kind->func,
+                 op.type->name, op.count, op.n_channels, 0, 0, parent_group);
+  }
+
+  void* StartGroup(void* context) {
+    return Start(context, abi::kEventGroup, nullptr, nullptr, nullptr, 0, 0, 0, 0);
   }
 
   void* StartChannel(void* context, void* parent, const ChannelEvents& channel) {
@@ -216,7 +233,7 @@ class Driver {
   // A raw start: any type, any parent, null strings allowed.
   void* Start(void* context, std::uint64_t type, void* parent, const char* func,
               const char* datatype, std::size_t count, std::uint8_t n_channels,
-              std::uint8_t channel_id, std::uint64_t gpu_start) {
+              std::uint8_t channel_id, std::uint64_t gpu_start, void* parent_group = nullptr) {
     void* handle = reinterpret_cast<void*>(0x1);  // the plugin must overwrite it
     abi::Result result;
     if (v4_) {
@@ -236,12 +253,12 @@ class Driver {
       descr.type = type;
       descr.parentObj = parent;
       if (type == abi::kEventP2p) {
-        descr.p2p = {func, nullptr, datatype, count, 1, n_channels, nullptr};
+        descr.p2p = {func, nullptr, datatype, count, 1, n_channels, parent_group};
       } else if (type == abi::kEventKernelCh) {
         descr.kernelCh = {channel_id, gpu_start};
       } else {
         descr.coll = {7, func, nullptr, nullptr, count, 0, datatype, n_channels, 4, "RING", "LL",
-                      nullptr};
+                      parent_group};
       }
       result = plugin_.v5().startEvent(context, &handle, &descr);
     }
@@ -310,6 +327,36 @@ class Driver {
         break;
       }
     }
+  }
+
+  // One kernel plan, ops launched together, in `release`'s order: the Group event; its tasks;
+  // the tasks and the Group stopped at launch, before the kernel runs; then the proxy's kernel
+  // channels of every task. Returns the tasks' handles (nullptr where NCCL started none).
+  std::vector<void*> ReplayPlan(void* context, Release release, const std::vector<OpEvents>& plan) {
+    EXPECT_EQ(v4_, release == Release::kNccl2_27) << "2.27 calls v4, 2.28 calls v5";
+    void* group = StartGroup(context);
+    const bool tasks_started = release == Release::kNccl2_28 || group != nullptr;
+    std::vector<void*> tasks(plan.size(), nullptr);
+    if (tasks_started) {
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        tasks[i] = release == Release::kNccl2_27 ? StartOp(context, plan[i], group)
+                                                 : StartOp(context, plan[i], nullptr, group);
+      }
+      for (void* task : tasks) {
+        if (task != nullptr) {
+          Stop(task);
+        }
+      }
+    }
+    if (group != nullptr) {
+      Stop(group);
+    }
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (tasks[i] != nullptr) {
+        RunChannels(context, tasks[i], plan[i]);
+      }
+    }
+    return tasks;
   }
 
  private:
@@ -539,6 +586,72 @@ TEST_F(ProfilerDriverTest, V4EntryPointsRecordTheSameAsV5) {
   }
 }
 
+// Kernel plans as NCCL launches them: one collective alone; a batch of collectives in one kernel
+// (grouped or coalesced), whose kernel channels report the same GPU start and stop to each op;
+// and a grouped send and recv (before 2.28, AlltoAll's pieces).
+std::vector<std::vector<OpEvents>> KernelPlans() {
+  const OpKind& all_reduce = kKinds[0];
+  const OpKind& all_gather = kKinds[1];
+  const OpKind& send = kKinds[8];
+  const OpKind& recv = kKinds[9];
+  const DataType* float32 = &kTypes[0];
+  const DataType* bfloat16 = &kTypes[1];
+  const std::vector<ChannelEvents> alone = {{0, 1000, 9000}, {1, 1100, 9500}};
+  const std::vector<ChannelEvents> batch = {{0, 20000, 26000}, {1, 20010, 26000}};
+  const std::vector<ChannelEvents> pair = {{2, 40000, 52000}};
+  return {
+      {{&all_reduce, float32, 1 << 20, 2, alone, Order::kStopFirst}},
+      {{&all_reduce, float32, 256, 2, batch, Order::kStopFirst},
+       {&all_reduce, float32, 4096, 2, batch, Order::kStopFirst},
+       {&all_gather, bfloat16, 1024, 2, batch, Order::kStopFirst}},
+      {{&send, float32, 1 << 16, 1, pair, Order::kStopFirst},
+       {&recv, float32, 1 << 16, 1, pair, Order::kStopFirst}},
+  };
+}
+
+// Regression (issue 28): NCCL 2.27 reported no collective at all, because the plugin gave Group
+// events a NULL handle and 2.27 starts no task under one. Each release's order, every call timed.
+TEST_F(ProfilerDriverTest, TimesCollectivesInEachNcclReleasesCallOrder) {
+  Load(1000);
+  SnapshotServer server(socket_path_);
+  for (const Release release : {Release::kNccl2_27, Release::kNccl2_28}) {
+    const bool v4 = release == Release::kNccl2_27;
+    SCOPED_TRACE(v4 ? "NCCL 2.27 order" : "NCCL 2.28 order");
+    Driver driver(*plugin_, v4);
+    ExpectedComm comm{v4 ? 0x227ULL : 0x228ULL, 2, 4, v4 ? "nccl-2.27" : "nccl-2.28", {}, {}};
+    void* context = driver.Init(comm.hash, comm.name, 4, 2);
+    for (const std::vector<OpEvents>& plan : KernelPlans()) {
+      const std::vector<void*> tasks = driver.ReplayPlan(context, release, plan);
+      for (std::size_t i = 0; i < plan.size(); ++i) {
+        EXPECT_NE(tasks[i], nullptr) << "NCCL started no task for " << plan[i].kind->func;
+        Expect(&comm, plan[i]);
+      }
+    }
+    driver.Finalize(context);
+    ASSERT_TRUE(server.WaitFor([&](const Received& received) {
+      return received.latest.count({comm.hash, comm.rank}) == 1 &&
+             received.latest.at({comm.hash, comm.rank}).info.finalized;
+    }));
+    const Received received = server.Get();
+    ExpectMatches(received, comm);
+    const Communicator& got = received.latest.at({comm.hash, comm.rank});
+    EXPECT_EQ(got.cells.size(), 6U);
+    for (const Cell& cell : got.cells) {
+      EXPECT_EQ(cell.timed_calls, cell.calls) << OpName(cell.op);
+      EXPECT_GT(cell.busbw_gbps, 0) << OpName(cell.op);
+    }
+    // A batch shares one kernel: each of its ops is charged the whole batch's 6,000 ns.
+    for (const auto& [op, bucket] : {std::pair{Op::kAllReduce, 10}, std::pair{Op::kAllReduce, 14},
+                                     std::pair{Op::kAllGather, 13}}) {
+      const auto cell = std::find_if(got.cells.begin(), got.cells.end(), [&](const Cell& c) {
+        return c.op == op && c.bucket == bucket;
+      });
+      ASSERT_NE(cell, got.cells.end()) << OpName(op) << " bucket " << bucket;
+      EXPECT_EQ(cell->gpu_ns, 6000U) << OpName(op) << " bucket " << bucket;
+    }
+  }
+}
+
 TEST_F(ProfilerDriverTest, IgnoresWhatItDoesNotRecordAndNeverFails) {
   Load(1000);
   SnapshotServer server(socket_path_);
@@ -560,8 +673,6 @@ TEST_F(ProfilerDriverTest, IgnoresWhatItDoesNotRecordAndNeverFails) {
   EXPECT_EQ(v5.startEvent(context, &handle, nullptr), abi::kSuccess);
   EXPECT_EQ(driver.Start(context, std::uint64_t{1} << 20, nullptr, nullptr, nullptr, 0, 0, 0, 0),
             nullptr);
-  EXPECT_EQ(driver.Start(context, abi::kEventGroup, nullptr, nullptr, nullptr, 0, 0, 0, 0),
-            nullptr);
   EXPECT_EQ(driver.Start(context, abi::kEventProxyOp, nullptr, nullptr, nullptr, 0, 0, 0, 0),
             nullptr);
   EXPECT_EQ(driver.Start(nullptr, abi::kEventColl, nullptr, "AllReduce", "ncclFloat32", 4, 1, 0, 0),
@@ -571,7 +682,7 @@ TEST_F(ProfilerDriverTest, IgnoresWhatItDoesNotRecordAndNeverFails) {
             nullptr);
   driver.Stop(&foreign);
   driver.RecordStop(&foreign, 5);
-  constexpr std::uint64_t kIgnoredSoFar = 9;
+  constexpr std::uint64_t kIgnoredSoFar = 8;
 
   // ops_unrecognized: an op or datatype the plugin does not know, or none.
   EXPECT_EQ(driver.Start(context, abi::kEventColl, nullptr, "SendRecv", "ncclFloat32", 4, 1, 0, 0),
@@ -599,10 +710,15 @@ TEST_F(ProfilerDriverTest, IgnoresWhatItDoesNotRecordAndNeverFails) {
   constexpr std::uint64_t kChannelsDropped = 3;
 
   // Not counted: null handles (NCCL's "not tracked"), states the plugin does not act on, a stop
-  // of a stopped handle.
+  // of a stopped handle, and a Group event: its handle is not NULL (NCCL 2.27 starts no task
+  // under a NULL one), and stopping it or recording a state on it does nothing.
   driver.Stop(nullptr);
   driver.RecordStop(nullptr, 5);
   EXPECT_EQ(v5.recordEventState(channel, 99, nullptr), abi::kSuccess);
+  void* group = driver.StartGroup(context);
+  EXPECT_NE(group, nullptr);
+  driver.RecordStop(group, 5);
+  driver.Stop(group);
   // Counted: a kernel-channel state sent to an op's handle.
   EXPECT_EQ(v5.recordEventState(op, kStateKernelChStop, nullptr), abi::kSuccess);
   constexpr std::uint64_t kIgnored = kIgnoredSoFar + 1;
@@ -696,7 +812,8 @@ TEST_F(ProfilerDriverTest, DropsSnapshotsWhileTheSidecarIsGoneAndDeliversWhenItI
 
 // A sidecar that accepts connections but never reads: every send gives up at its deadline and is
 // counted, and the last finalize (NCCL calls it from ncclCommDestroy) returns within a bounded
-// time: a pending send is cut short and the final snapshot gets at most 250 ms.
+// time: a pending send is cut short and the final snapshot gets at most 250 ms. A sidecar that
+// reads again then receives the count (the counters are cumulative since the plugin loaded).
 TEST_F(ProfilerDriverTest, FinalizeIsNotHeldUpByASidecarThatStoppedReading) {
   Load(100);
   const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -713,7 +830,9 @@ TEST_F(ProfilerDriverTest, FinalizeIsNotHeldUpByASidecarThatStoppedReading) {
                                    0, c == 0 ? &CaptureLog : nullptr));
     driver.Replay(contexts.back(), OpsFor(c)[0]);
   }
-  ASSERT_TRUE(testing::WaitForLog("dropping snapshots", std::chrono::seconds(30)));
+  // The first failure is a send that ran out of time on a connection the listener accepted.
+  ASSERT_TRUE(testing::WaitForLog("(Connection timed out); dropping snapshots",
+                                  std::chrono::seconds(30)));
   const auto start = std::chrono::steady_clock::now();
   for (void* context : contexts) {
     driver.Finalize(context);
@@ -721,6 +840,19 @@ TEST_F(ProfilerDriverTest, FinalizeIsNotHeldUpByASidecarThatStoppedReading) {
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_LT(took, std::chrono::seconds(3));
   close(listener);
+
+  SnapshotServer server(socket_path_);
+  void* after = driver.Init(0xAF7E, "after", 1, 0);
+  driver.Finalize(after);
+  ASSERT_TRUE(server.WaitFor([](const Received& received) {
+    return received.latest.count({0xAF7E, 0}) == 1 &&
+           received.latest.at({0xAF7E, 0}).info.finalized;
+  }));
+  const Received received = server.Get();
+  const SnapshotHeader& first = received.snapshots.front().header;
+  // At least the timed-out send was counted, and no more than the snapshots before this one.
+  EXPECT_GE(first.counter(Counter::kSnapshotsDropped), 1U);
+  EXPECT_LE(first.counter(Counter::kSnapshotsDropped), first.sequence - 1);
 }
 
 TEST_F(ProfilerDriverTest, GivesUpOnKernelChannelsThatNeverCome) {
@@ -789,7 +921,7 @@ TEST_F(ProfilerDriverTest, ReloadingTheLibraryStartsAfresh) {
     SnapshotServer server(socket_path_);
     Driver driver(*plugin_, /*v4=*/false);
     void* context = driver.Init(0xEF, "again", 1, 0);
-    driver.Start(context, abi::kEventGroup, nullptr, nullptr, nullptr, 0, 0, 0, 0);  // ignored
+    driver.Start(context, abi::kEventProxyOp, nullptr, nullptr, nullptr, 0, 0, 0, 0);  // ignored
     driver.Finalize(context);  // the last one: its final snapshot goes before it returns
     ASSERT_TRUE(
         server.WaitFor([](const Received& received) { return !received.snapshots.empty(); }));
