@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "operator/api/trainingjob_schema.h"
 #include "operator/api/validation.h"
 #include "operator/planner/plan.h"
 #include "operator/yaml/yaml_to_json.h"
@@ -142,6 +143,8 @@ bool Configure(const Options& options, planner::PlannerConfig* config, std::ostr
 }
 
 // Validates each job, printing "<namespace>/<name>: <field>: <problem>" lines; true if all valid.
+// A field the CRD does not declare is an error ("spec.bogusField: unknown field"), as it is to
+// kubectl apply.
 bool ValidateAll(const std::vector<json>& jobs, const planner::PlannerConfig& config,
                  std::ostream& err) {
   bool valid = true;
@@ -149,7 +152,11 @@ bool ValidateAll(const std::vector<json>& jobs, const planner::PlannerConfig& co
     json object = jobs[i];
     AsIfCreated(object, i);
     api::TrainingJob job;
-    const api::FieldErrors errors = api::ParseAndValidate(object, config.validation, &job);
+    // Unknown fields first, as kubectl's strict field validation refuses them before any rule.
+    api::FieldErrors errors = api::UnknownTrainingJobFields(object);
+    for (api::FieldError& error : api::ParseAndValidate(object, config.validation, &job)) {
+      errors.push_back(std::move(error));
+    }
     for (const api::FieldError& error : errors) {
       err << "TrainingJob " << job.Key() << ": " << error.ToString() << "\n";
     }

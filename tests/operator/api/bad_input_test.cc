@@ -1,5 +1,6 @@
-// Runs every malformed TrainingJob in tests/data/bad-trainingjobs through YAML parsing and
-// ParseAndValidate: each must be refused with an error at the field path its header names.
+// Runs every malformed TrainingJob in tests/data/bad-trainingjobs through YAML parsing, the
+// strict field check and ParseAndValidate, as `ringleader-operator validate` does: each must be
+// refused with an error at the field path its header names.
 //
 // Each file starts with "# expect: <field path>" and may add "# expect-message: <substring>".
 // The path "<yaml>" means the file is not valid YAML and the YAML parser must refuse it.
@@ -20,6 +21,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "operator/api/trainingjob_schema.h"
 #include "operator/api/validation.h"
 #include "operator/yaml/yaml_to_json.h"
 
@@ -100,7 +102,10 @@ TEST_P(BadInputTest, IsRefusedWithAnErrorAtTheExpectedPath) {
   ASSERT_NE(expectation->path, kYamlErrorPath) << "expected a YAML error, got " << object.dump();
 
   TrainingJob job;
-  const FieldErrors errors = ParseAndValidate(object, ValidationOptions{}, &job);
+  FieldErrors errors = UnknownTrainingJobFields(object);
+  for (FieldError& error : ParseAndValidate(object, ValidationOptions{}, &job)) {
+    errors.push_back(std::move(error));
+  }
   ASSERT_FALSE(errors.empty()) << "accepted: " << object.dump();
   const std::string all = JoinErrors(errors);
   const auto at_path = [&expectation](const FieldError& error) {
