@@ -12,6 +12,12 @@
 #include <thread>
 #include <utility>
 
+// The NCCL floor (docs/install.md): every preflight runs alltoall, and ncclAlltoAll first shipped
+// in NCCL 2.28. Refused here rather than built into a sidecar whose every GPU preflight fails.
+#if !defined(NCCL_VERSION) || NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
+#error "NCCL 2.28 or later is needed (ncclAlltoAll): set NCCL_HOME to one, see docs/install.md"
+#endif
+
 namespace ringleader::collectives {
 
 struct NcclCommunicator::Device {
@@ -52,6 +58,14 @@ using Clock = std::chrono::steady_clock;
 
 std::string RankOf(int rank, int size) {
   return "rank " + std::to_string(rank) + " of " + std::to_string(size);
+}
+
+// "2.28.3" from ncclGetVersion's code (X*10000 + Y*100 + Z since NCCL 2.9, X*1000 + Y*100 + Z
+// before).
+std::string NcclVersionText(int code) {
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
 }
 
 std::string CudaText(cudaError_t error) {
@@ -217,6 +231,15 @@ NcclCommunicator::NcclCommunicator(gloo::rendezvous::Store& store, const NcclOpt
   const std::string where = "nccl init under prefix \"" + options.prefix + "\" on " +
                             RankOf(rank_, size_) + " (device " + std::to_string(options.device) +
                             ")";
+  // Built against 2.28 headers, but the library loaded at run time may be older (an image whose
+  // runtime base ships another NCCL): say so before the first alltoall finds no symbol.
+  int loaded = 0;
+  if (ncclGetVersion(&loaded) == ncclSuccess && loaded < NCCL_VERSION(2, 28, 0)) {
+    throw CommunicatorError(where + ": the NCCL library loaded is " + NcclVersionText(loaded) +
+                            ", older than the 2.28 this sidecar needs (ncclAlltoAll; built "
+                            "against " + NcclVersionText(NCCL_VERSION_CODE) +
+                            "): use a runtime image with NCCL 2.28 or later (docs/install.md)");
+  }
   const auto deadline = Clock::now() + options.timeout;
   device_->index = options.device;
   device_->timeout = options.timeout;
