@@ -38,6 +38,7 @@ struct ProbeRow {
   double busbw_gbps = 0;
   std::uint64_t wrong = 0;  // wrong output elements, summed over ranks (0 when not checked)
   int slowest_rank = 0;
+  bool operator==(const ProbeRow&) const = default;
 };
 
 // Buffers kept from one probe to the next, as nccl-tests allocates once per run: a probe on

@@ -54,6 +54,7 @@ struct PreflightResult {
   std::optional<std::size_t> below_floor_row;  // index into rows
   std::string devices;  // the devices the container was given, as the runtime named them
   std::vector<collectives::ProbeRow> rows;
+  bool operator==(const PreflightResult&) const = default;
 };
 
 nlohmann::json PreflightResultToJson(const PreflightResult& result);
