@@ -10,7 +10,8 @@ namespace ringleader::planner::testing {
 
 using nlohmann::json;
 
-FakeCluster::FakeCluster(json job, ports::PortRange range) : job_(std::move(job)), ledger_(range) {
+FakeCluster::FakeCluster(json job, ports::PortRange range)
+    : job_(std::move(job)), ledger_(range), now_(At(0)) {
   config_.validation.port_range_first = range.first;
   config_.validation.port_range_last = range.last;
   job_["metadata"]["uid"] = "job-uid-1";
@@ -46,6 +47,7 @@ Plan FakeCluster::PlanNow(api::Time now) const {
 }
 
 Plan FakeCluster::Reconcile(api::Time now) {
+  now_ = now;
   Plan plan = PlanNow(now);
   Apply(plan);
   return plan;
@@ -212,18 +214,28 @@ void FakeCluster::PassPreflight(const std::string& pod) {
 void FakeCluster::FailPreflight(const std::string& pod, int exit_code, const std::string& message) {
   SetInitStatus(pod, {{"name", "ringleader-preflight"},
                       {"ready", false},
-                      {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}});
+                      {"state",
+                       {{"terminated",
+                         {{"exitCode", exit_code},
+                          {"reason", "Error"},
+                          {"message", message},
+                          {"finishedAt", api::FormatTime(now_)}}}}}});
   // restartPolicy Never: a failed init container fails the Pod.
   pods_.at(pod)["status"]["phase"] = "Failed";
 }
 
 void FakeCluster::FailContainer(const std::string& pod, int exit_code, const std::string& reason,
-                                const std::string& container) {
+                                const std::string& container, std::optional<api::Time> finished_at) {
   json& status = pods_.at(pod)["status"];
   status["phase"] = "Failed";
+  // A kubelet always stamps finishedAt; the planner's wait for a peer's failure counts from it.
   status["containerStatuses"] = json::array(
       {{{"name", container},
-        {"state", {{"terminated", {{"exitCode", exit_code}, {"reason", reason}}}}}}});
+        {"state",
+         {{"terminated",
+           {{"exitCode", exit_code},
+            {"reason", reason},
+            {"finishedAt", api::FormatTime(finished_at.value_or(now_))}}}}}}});
 }
 
 void FakeCluster::SetPodCondition(const std::string& pod, const std::string& type,
@@ -262,7 +274,11 @@ void FakeCluster::FailSidecar(const std::string& pod, int exit_code, const std::
                       {"restartCount", 1},
                       {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}},
                       {"lastState",
-                       {{"terminated", {{"exitCode", exit_code}, {"reason", "Error"}, {"message", message}}}}}});
+                       {{"terminated",
+                         {{"exitCode", exit_code},
+                          {"reason", "Error"},
+                          {"message", message},
+                          {"finishedAt", api::FormatTime(now_)}}}}}});
 }
 
 void FakeCluster::AddForeignPod(const std::string& name) {

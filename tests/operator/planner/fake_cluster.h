@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,15 @@ class FakeCluster {
  public:
   explicit FakeCluster(nlohmann::json job, ports::PortRange range = {61000, 65535});
 
-  // Plans once at `now` and applies the actions; returns the plan.
+  // Plans once at `now` and applies the actions; returns the plan. `now` becomes the fake's clock.
   Plan Reconcile(api::Time now);
   // Reconciles until a plan has no actions (at most `rounds` times); returns the rounds used.
   int ReconcileUntilStable(api::Time now, int rounds = 10);
-  // The plan the operator would make now, without applying it.
+  // The plan the operator would make now, without applying it (the clock stays).
   Plan PlanNow(api::Time now) const;
+  // The fake's clock: the time of the last Reconcile, At(0) before the first. Containers the
+  // drivers below terminate finish at it unless told another time, as a kubelet stamps finishedAt.
+  api::Time now() const { return now_; }
 
   api::TrainingJob Job() const;
   nlohmann::json& job_json() { return job_; }
@@ -66,11 +70,14 @@ class FakeCluster {
   void SetSidecarStarted(const std::string& pod, bool started);
   // The preflight init container exited 0 (the Pod's phase is left as it is).
   void PassPreflight(const std::string& pod);
-  // The preflight init container exited non-zero with `message` (its log tail); the Pod fails.
+  // The preflight init container exited non-zero with `message` (its log tail) at now(); the Pod
+  // fails.
   void FailPreflight(const std::string& pod, int exit_code, const std::string& message);
-  // The app container `container` terminated with `exit_code`; the Pod fails.
+  // The app container `container` terminated with `exit_code` at `finished_at` (default now());
+  // the Pod fails.
   void FailContainer(const std::string& pod, int exit_code, const std::string& reason,
-                     const std::string& container = "trainer");
+                     const std::string& container = "trainer",
+                     std::optional<api::Time> finished_at = std::nullopt);
   // Sets (or replaces) a condition in the Pod's status.conditions.
   void SetPodCondition(const std::string& pod, const std::string& type, const std::string& status,
                        const std::string& reason = "", const std::string& message = "");
@@ -79,7 +86,7 @@ class FakeCluster {
   void Disrupt(const std::string& pod, const std::string& reason, const std::string& message);
   // The Pod is gone from the API, as after its deletion completed.
   void RemovePod(const std::string& pod);
-  // The sidecar exited non-zero with `message` and the kubelet is restarting it.
+  // The sidecar exited non-zero with `message` at now() and the kubelet is restarting it.
   void FailSidecar(const std::string& pod, int exit_code, const std::string& message);
   // A Pod the job does not own, carrying the job's labels.
   void AddForeignPod(const std::string& name);
@@ -105,6 +112,7 @@ class FakeCluster {
   std::optional<api::CommunicationStatus> summary_;
   SchedulingProviders providers_;
   std::map<std::string, nlohmann::json> pod_groups_;
+  api::Time now_;
   int next_uid_ = 1;
   bool graceful_ = false;
   bool job_deleted_ = false;

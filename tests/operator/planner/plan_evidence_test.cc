@@ -52,15 +52,14 @@ int CreatedPods(const Plan& plan) {
   }));
 }
 
-void SetFinishedAt(FakeCluster& cluster, const std::string& pod, int at) {
-  cluster.pod(pod)["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(at));
-}
-
 // The trainer exited non-zero and the sidecar's monitor failed on the lost peer; the kubelet is
 // still stopping the sidecar, so the Pod's phase is not Failed yet.
 void TrainerExitedSidecarStopping(FakeCluster& cluster, const std::string& pod) {
-  cluster.pod(pod)["status"]["containerStatuses"] =
-      json::array({{{"name", "trainer"}, {"state", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}}}}}}});
+  cluster.pod(pod)["status"]["containerStatuses"] = json::array(
+      {{{"name", "trainer"},
+        {"state",
+         {{"terminated",
+           {{"exitCode", 1}, {"reason", "Error"}, {"finishedAt", api::FormatTime(cluster.now())}}}}}}});
   cluster.FailSidecar(pod, 1, "failed: monitor: rank 0 of 2 is gone");
 }
 
@@ -127,10 +126,8 @@ TEST(EvidenceTest, ARestartKeepsTheFailedRanksPodAndDeletesTheOthers) {
 TEST(EvidenceTest, TheEarliestFailureIsKeptAndNamedFirst) {
   FakeCluster cluster(Job(4));
   cluster.StartRunning(At(0));
-  cluster.FailContainer("demo-1", 1, "Error");
-  SetFinishedAt(cluster, "demo-1", 8);  // lost its peer
-  cluster.FailContainer("demo-3", 3, "Error");
-  SetFinishedAt(cluster, "demo-3", 5);  // the cause
+  cluster.FailContainer("demo-1", 1, "Error", "trainer", At(8));  // lost its peer
+  cluster.FailContainer("demo-3", 3, "Error", "trainer", At(5));  // the cause
   const Plan restart = cluster.Reconcile(At(10));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-0", "demo-1", "demo-2"));
   const std::string message = cluster.ConditionMessage("Restarting");
@@ -144,10 +141,8 @@ TEST(EvidenceTest, TheEarliestFailureIsKeptAndNamedFirst) {
 TEST(EvidenceTest, FailuresInTheSameSecondAreAllKept) {
   FakeCluster cluster(Job(4));
   cluster.StartRunning(At(0));
-  cluster.FailContainer("demo-0", 1, "Error");
-  SetFinishedAt(cluster, "demo-0", 5);  // lost its peer, in the same second
-  cluster.FailContainer("demo-2", 3, "Error");
-  SetFinishedAt(cluster, "demo-2", 5);  // the cause
+  cluster.FailContainer("demo-0", 1, "Error", "trainer", At(5));  // lost its peer, in the same second
+  cluster.FailContainer("demo-2", 3, "Error", "trainer", At(5));  // the cause
   const Plan restart = cluster.Reconcile(At(10));
   EXPECT_THAT(DeletedPods(restart), ElementsAre("demo-1", "demo-3"));
   EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("; pods demo-0, demo-2 kept for kubectl logs"));

@@ -101,7 +101,8 @@ TEST(FailurePolicyTest, ExitCodeRulesMatchByOperatorAndContainer) {
     } else {
       cluster.FailContainer("demo-1", test.code, "Error", test.container);
     }
-    cluster.Reconcile(At(1));
+    // demo-0 still runs: a restart waits 5 s for its failure (a FailJob verdict does not).
+    cluster.Reconcile(At(5));
     EXPECT_EQ(cluster.status()["state"], test.state) << cluster.status().dump(2);
   }
 }
@@ -113,6 +114,9 @@ TEST(FailurePolicyTest, TheFirstMatchingRuleDecides) {
   cluster.StartRunning(At(0));
   cluster.FailContainer("demo-0", 42, "Error");
   cluster.ReconcileUntilStable(At(1));
+  EXPECT_EQ(cluster.status()["state"], "Running") << "demo-1 may yet fail with a code rule 1 fails the job on";
+  cluster.SetPhase("demo-1", "Succeeded");
+  cluster.ReconcileUntilStable(At(2));
   EXPECT_EQ(cluster.status()["state"], "Restarting");
   EXPECT_EQ(cluster.ConditionReason("Restarting"), "IgnoreRule");
   EXPECT_THAT(cluster.ConditionMessage("Restarting"),
@@ -139,8 +143,7 @@ TEST(FailurePolicyTest, ARestartWaitsBrieflyForThePeersFailureThatARuleMayJudge)
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
   cluster.StartRunning(At(0));
   const auto fail_at = [&cluster](const std::string& pod, int code, int at) {
-    cluster.FailContainer(pod, code, "Error");
-    cluster.pod(pod)["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(at));
+    cluster.FailContainer(pod, code, "Error", "trainer", At(at));
   };
   fail_at("demo-0", 1, 10);
   const Plan waiting = cluster.Reconcile(At(11));
@@ -159,8 +162,7 @@ TEST(FailurePolicyTest, ARestartWaitsBrieflyForThePeersFailureThatARuleMayJudge)
 TEST(FailurePolicyTest, TheRestartGoesAheadOnceEveryPodFinishedOrTheWaitIsOver) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
   cluster.StartRunning(At(0));
-  cluster.FailContainer("demo-0", 1, "Error");
-  cluster.pod("demo-0")["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(10));
+  cluster.FailContainer("demo-0", 1, "Error", "trainer", At(10));
   cluster.Reconcile(At(14));
   EXPECT_EQ(cluster.status()["restarts"], 0);
   cluster.Reconcile(At(15));  // demo-1 and demo-2 still run: the wait is over
@@ -169,8 +171,7 @@ TEST(FailurePolicyTest, TheRestartGoesAheadOnceEveryPodFinishedOrTheWaitIsOver) 
 
   FakeCluster finished(JobWithPolicy(2, {{"rules", json::array({ExitCodeRule("FailJob", "In", {42})})}}));
   finished.StartRunning(At(0));
-  finished.FailContainer("demo-0", 1, "Error");
-  finished.pod("demo-0")["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"] = api::FormatTime(At(10));
+  finished.FailContainer("demo-0", 1, "Error", "trainer", At(10));
   finished.SetPhase("demo-1", "Succeeded");
   finished.Reconcile(At(10));
   EXPECT_EQ(finished.status()["restarts"], 1) << "every Pod has finished: nothing more to learn";
@@ -183,7 +184,7 @@ TEST(FailurePolicyTest, PodConditionRulesMatchTypeAndStatus) {
   cluster.StartRunning(At(0));
   cluster.SetPodCondition("demo-1", "example.com/BadConfig", "False");
   cluster.FailContainer("demo-1", 1, "Error");
-  cluster.Reconcile(At(1));
+  cluster.Reconcile(At(5));  // after the 5 s wait for demo-0's failure
   EXPECT_EQ(cluster.status()["state"], "Restarting") << "status defaults to True, so False does not match";
 
   FakeCluster matched(JobWithPolicy(2, {{"rules", json::array({fail_on_config})}}));
