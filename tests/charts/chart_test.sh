@@ -50,6 +50,10 @@ cases=(
   "gang-volcano-in-namespaces|gangScheduling.volcano.enabled=true,operator.watchNamespaces={team-a}|--gang volcano --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
   "gang-kueue-grants-nothing|gangScheduling.kueue.enabled=true|--gang kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
   "host-network-jobs-monitoring-off|jobDefaults.hostNetwork=true,monitoring.dashboard.enabled=false|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
+  # helm upgrade --reuse-values over a release of an older chart: its values lack what this chart
+  # added. It renders (no nil pointer), leaving those flags to the operator's defaults, the alerts'
+  # fraction to the rules file's and gang scheduling off.
+  "reused-values-of-an-older-chart|gangScheduling=null,jobDefaults=null,operator.summaryIntervalSeconds=null,operator.unschedulableAfterSeconds=null,operator.providerDiscoveryIntervalSeconds=null,monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.trainingBusBandwidthFraction=null|--default-host-network unset --absent-flags summary-interval,unschedulable-after,provider-discovery-interval --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,PrometheusRule --dashboard $chart/dashboards/ringleader.json --rules $tmp/rules.json --floor 1e+09"
 )
 for entry in "${cases[@]}"; do
   IFS='|' read -r name values options <<<"$entry"

@@ -2,7 +2,7 @@
 """Checks one `helm template` rendering of charts/ringleader, given as yaml2json's JSON.
 
 Usage: check_rendered.py RENDERED.json --namespace NS [--watch a,b] [--leader-election on|off]
-         [--default-host-network true|false]
+         [--default-host-network true|false|unset] [--absent-flags flag,...]
          --kinds Kind,Kind,... --operator BIN [--dashboard FILE]
          [--rules RULES.json --floor F [--training-fraction X]]
 Checks the security context, that RBAC grants exactly what the operator's code uses (and no
@@ -140,7 +140,9 @@ def main():
     p.add_argument("--namespace", required=True)
     p.add_argument("--watch", default="")
     p.add_argument("--leader-election", default="on", choices=["on", "off"])
-    p.add_argument("--default-host-network", default="false", choices=["true", "false"])
+    p.add_argument("--default-host-network", default="false", choices=["true", "false", "unset"])
+    p.add_argument("--absent-flags", default="",
+                   help="flags the Deployment must leave out (values missing), comma-separated")
     p.add_argument("--kinds", required=True)
     p.add_argument("--operator", required=True)
     p.add_argument("--dashboard")
@@ -171,8 +173,10 @@ def main():
         check(values.get("leader-election-namespace") == a.namespace, "the Lease must live in the release namespace")
     else:
         check(values.get("leader-elect") == "false", "--leader-elect must be false")
-    check(values.get("default-host-network") == a.default_host_network,
+    check(values.get("default-host-network", "unset") == a.default_host_network,
           "--default-host-network=%r, want %r" % (values.get("default-host-network"), a.default_host_network))
+    for flag in filter(None, a.absent_flags.split(",")):
+        check(flag not in values, "--%s=%r is rendered, want it left to the operator's default" % (flag, values.get(flag)))
 
     # The rendered arguments must get past the operator's own parser: with an unreadable
     # kubeconfig it fails loading it (exit 1), never on a flag (exit 2).

@@ -75,13 +75,16 @@ tests/e2e/chart_install_test checks each grant is used.
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
-{{- /* A job's PodGroup: created before its Pods, read and brought to the job's spec when it exists. */}}
-{{- if .Values.gangScheduling.coscheduling.enabled }}
+{{- /* A job's PodGroup: created before its Pods, read and brought to the job's spec when it exists.
+gangScheduling may be missing altogether: `helm upgrade --reuse-values` over a release of a chart
+that had no such value keeps that release's values without this chart's defaults. */}}
+{{- $gang := .Values.gangScheduling | default dict }}
+{{- if dig "coscheduling" "enabled" false $gang }}
 - apiGroups: [scheduling.x-k8s.io]
   resources: [podgroups]
   verbs: [get, create, update]
 {{- end }}
-{{- if .Values.gangScheduling.volcano.enabled }}
+{{- if dig "volcano" "enabled" false $gang }}
 - apiGroups: [scheduling.volcano.sh]
   resources: [podgroups]
   verbs: [get, create, update]
