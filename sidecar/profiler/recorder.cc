@@ -1,6 +1,8 @@
 // The plugin's lock-free recording core (recorder.h).
 #include "sidecar/profiler/recorder.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <bitset>
 #include <cstring>
@@ -93,6 +95,13 @@ void Recorder::ResetCommunicator(CommSlot* comm) {
     cell.untimed_bytes.store(0, kRelaxedOrder);
     cell.key.store(0, kRelaxedOrder);
   }
+  comm->started.version.store(0, kRelaxedOrder);
+  comm->started.collectives.store(0, kRelaxedOrder);
+  comm->started.last_op.store(0, kRelaxedOrder);
+  comm->started.last_bytes.store(0, kRelaxedOrder);
+  comm->started.last_unix_ns.store(0, kRelaxedOrder);
+  comm->collectives_completed.store(0, kRelaxedOrder);
+  comm->last_progress = {};
   comm->written_finalized = false;
   comm->final_attempts = 0;
   comm->state.store(kCommFree, kRelease);
@@ -152,13 +161,18 @@ void* Recorder::StartOp(void* context, const OpStart& start) {
     Count(Counter::kOpsUnrecognized);
     return nullptr;
   }
+  const std::uint64_t bytes =
+      ReportedBytes(*op, start.count, elem_bytes, static_cast<int>(comm->nranks));
+  if (IsCollective(*op)) {
+    NoteCollectiveStart(comm, *op, bytes, start.unix_ns);  // counted whether or not it is timed
+  }
   OpSlot* slot = ClaimOp();
   if (slot == nullptr) {
     Count(Counter::kOpsDropped);
     return nullptr;
   }
   slot->op = *op;
-  slot->bytes = ReportedBytes(*op, start.count, elem_bytes, static_cast<int>(comm->nranks));
+  slot->bytes = bytes;
   slot->bucket = SizeBucket(slot->bytes);
   slot->n_channels = start.n_channels;
   slot->comm.store(comm, kRelaxedOrder);
@@ -271,6 +285,11 @@ void Recorder::Complete(OpSlot* op) {
   const bool timed_op = op->n_channels > 0 && stopped >= op->n_channels && timed == stopped &&
                         first != 0 && last > first;
   AddToCell(comm, *op, timed_op, timed_op ? last - first : 0);
+  // Completed: every announced kernel channel stopped (or none was announced). An op the sweeper
+  // gave up on never counts; a channel still running keeps the op from completing at all.
+  if (IsCollective(op->op) && stopped >= op->n_channels) {
+    comm->collectives_completed.fetch_add(1, kRelaxedOrder);
+  }
 
   op->channel_counts.store(0, kRelaxedOrder);
   op->first_start.store(0, kRelaxedOrder);
@@ -310,6 +329,48 @@ void Recorder::AddToCell(CommSlot* comm, const OpSlot& op, bool timed, std::uint
   }
 }
 
+// ---- Collective progress ----
+
+void Recorder::NoteCollectiveStart(CommSlot* comm, Op op, std::uint64_t bytes,
+                                   std::uint64_t unix_ns) {
+  StartedProgress& started = comm->started;
+  // A sequence lock's write (Boehm, "Can seqlocks get along with programming language memory
+  // models?"): odd version, release fence, the fields, the next even version with release. The
+  // version is read again at the end, so that two writers at once (which NCCL does not allow)
+  // still leave it even, and the count is an atomic add, so that it stays exact.
+  started.version.store(started.version.load(kRelaxedOrder) | 1, kRelaxedOrder);
+  std::atomic_thread_fence(kRelease);
+  started.collectives.fetch_add(1, kRelaxedOrder);
+  started.last_op.store(static_cast<std::uint8_t>(op), kRelaxedOrder);
+  started.last_bytes.store(bytes, kRelaxedOrder);
+  started.last_unix_ns.store(unix_ns, kRelaxedOrder);
+  started.version.store((started.version.load(kRelaxedOrder) | 1) + 1, kRelease);
+}
+
+CollectiveProgress Recorder::ReadProgress(CommSlot* comm) {
+  // Completed first: a collective completes after it starts, so this never exceeds the count of
+  // started ones read after it.
+  const std::uint64_t completed = comm->collectives_completed.load(kAcquire);
+  const StartedProgress& started = comm->started;
+  for (int attempt = 0; attempt < kProgressReadAttempts; ++attempt) {
+    const std::uint32_t before = started.version.load(kAcquire);
+    CollectiveProgress read;
+    read.collectives_started = started.collectives.load(kRelaxedOrder);
+    read.last_started_op = static_cast<Op>(started.last_op.load(kRelaxedOrder));
+    read.last_started_bytes = started.last_bytes.load(kRelaxedOrder);
+    read.last_started_unix_ns = started.last_unix_ns.load(kRelaxedOrder);
+    std::atomic_thread_fence(kAcquire);
+    if ((before & 1) == 0 && started.version.load(kRelaxedOrder) == before) {
+      comm->last_progress = read;
+      break;
+    }
+    sched_yield();  // the writer is between its two version stores
+  }
+  CollectiveProgress progress = comm->last_progress;
+  progress.collectives_completed = std::min(completed, progress.collectives_started);
+  return progress;
+}
+
 // ---- The sender thread ----
 
 void Recorder::Sweep(std::uint64_t incomplete_after_ms) {
@@ -343,7 +404,8 @@ std::optional<std::size_t> Recorder::WriteSnapshot(const SnapshotHeader& header,
     comm.written_finalized = state == kCommFinalized;
     writer.AddCommunicator({comm.comm_hash, comm.rank, comm.nranks, comm.nnodes,
                             comm.written_finalized,
-                            std::string_view(comm.name.data(), comm.name_bytes)});
+                            std::string_view(comm.name.data(), comm.name_bytes),
+                            ReadProgress(&comm)});
     for (CellSlot& slot : comm.cells) {
       const std::uint16_t key = slot.key.load(kAcquire);
       if (key == 0) {

@@ -10,6 +10,12 @@
 // start-stop, one for "channels still to come" (dropped when all nChannels kernel channels have
 // stopped, or after incomplete_after_ms past the stop), and one per channel running. The last
 // release adds the operation to its communicator's (op, size bucket) cell and frees the slot.
+//
+// Each communicator also keeps its collective progress (snapshot_protocol.h, "Progress"): the
+// thread that starts a collective counts it and notes what it is under a sequence lock (one
+// writer per communicator, as NCCL allows one thread at a time to use a communicator; a second
+// writer could mix two collectives' details, never the counts); the thread that completes it
+// counts it on the communicator's other cache line; the sender reads both without a lock.
 #pragma once
 
 #include <array>
@@ -29,13 +35,18 @@ inline constexpr std::size_t kOpSlots = 4096;
 inline constexpr int kFinalSnapshotAttempts = 5;
 inline constexpr std::size_t kChannelsPerOp = 256;  // channelId is one byte
 
-// What the plugin reads from a coll or p2p descriptor.
+// What the plugin reads from a coll or p2p descriptor, and when the collective started.
 struct OpStart {
   const char* func = nullptr;
   const char* datatype = nullptr;
   std::size_t count = 0;
   std::uint8_t n_channels = 0;
+  std::uint64_t unix_ns = 0;  // CLOCK_REALTIME_COARSE at the start; read for collectives only
 };
+
+// How many times the sender tries to read a communicator's progress between two writes before
+// it sends the last consistent read instead (a starting thread descheduled mid-write).
+inline constexpr int kProgressReadAttempts = 64;
 
 class Recorder {
  public:
@@ -100,10 +111,25 @@ class Recorder {
 
   enum CommState : std::uint8_t { kCommFree = 0, kCommLive = 1, kCommFinalized = 2 };
 
+  // Written by the thread that starts the communicator's collectives: a sequence lock (odd
+  // while a start is being noted) over the count and the last one's details.
+  struct alignas(64) StartedProgress {
+    std::atomic<std::uint32_t> version{0};
+    std::atomic<std::uint64_t> collectives{0};
+    std::atomic<std::uint8_t> last_op{0};
+    std::atomic<std::uint64_t> last_bytes{0};
+    std::atomic<std::uint64_t> last_unix_ns{0};
+  };
+
   struct CommSlot {
     std::atomic<std::uint8_t> state{kCommFree};
     bool written_finalized = false;  // sender thread only: in the last snapshot, finalized
     int final_attempts = 0;          // sender thread only: snapshots it was finalized in
+    CollectiveProgress last_progress;  // sender thread only: the last consistent read
+    StartedProgress started;
+    // Written by whichever thread completes a collective (often NCCL's proxy thread): its own
+    // cache line, so it does not bounce the starting thread's.
+    alignas(64) std::atomic<std::uint64_t> collectives_completed{0};
     // Set while free, before the state turns live. Every default is zero, so the tables sit in
     // .bss: they cost address space, not file size or memory until used.
     std::uint64_t comm_hash = 0;
@@ -155,6 +181,9 @@ class Recorder {
   // current; the caller then owns that reference and must release it.
   static bool TakeAwaiting(OpSlot* op, std::uint32_t seen);
   void Complete(OpSlot* op);
+  static void NoteCollectiveStart(CommSlot* comm, Op op, std::uint64_t bytes,
+                                  std::uint64_t unix_ns);
+  static CollectiveProgress ReadProgress(CommSlot* comm);
   void AddToCell(CommSlot* comm, const OpSlot& op, bool timed, std::uint64_t gpu_ns);
   static void ResetCommunicator(CommSlot* comm);
 

@@ -189,6 +189,43 @@ bool ReadCell(PayloadReader& in, Cell* cell) {
   return true;
 }
 
+bool ReadProgress(PayloadReader& in, CollectiveProgress* progress) {
+  std::uint64_t op = 0;
+  if (!in.Unsigned("collectives_started", 8, &progress->collectives_started) ||
+      !in.Unsigned("collectives_completed", 8, &progress->collectives_completed) ||
+      !in.Unsigned("last_started_op", 1, &op) ||
+      !in.Unsigned("last_started_bytes", 8, &progress->last_started_bytes) ||
+      !in.Unsigned("last_started_unix_ns", 8, &progress->last_started_unix_ns)) {
+    return false;
+  }
+  if (progress->collectives_completed > progress->collectives_started) {
+    return in.Fail("collectives_completed",
+                   std::to_string(progress->collectives_completed) +
+                       " exceeds collectives_started " +
+                       std::to_string(progress->collectives_started));
+  }
+  if (progress->collectives_started == 0) {
+    const std::pair<const char*, std::uint64_t> last[] = {
+        {"last_started_op", op},
+        {"last_started_bytes", progress->last_started_bytes},
+        {"last_started_unix_ns", progress->last_started_unix_ns}};
+    for (const auto& [field, value] : last) {
+      if (value != 0) {
+        return in.Fail(field, std::to_string(value) + " with no collective started");
+      }
+    }
+  }
+  if (op >= kOpCount) {
+    return in.Fail("last_started_op", std::to_string(op) + " is not an operation");
+  }
+  progress->last_started_op = static_cast<Op>(op);
+  if (!IsCollective(progress->last_started_op)) {
+    return in.Fail("last_started_op",
+                   std::string(OpName(progress->last_started_op)) + " is not a collective");
+  }
+  return true;
+}
+
 bool ReadCommunicator(PayloadReader& in, long index, Communicator* comm) {
   in.At(index, -1);
   CommunicatorInfo& info = comm->info;
@@ -220,7 +257,8 @@ bool ReadCommunicator(PayloadReader& in, long index, Communicator* comm) {
   }
   info.finalized = (v & 1) != 0;
   std::size_t length = 0;
-  if (!in.Count("name", 1, kMaxNameBytes, &length) || !in.Bytes("name", length, &info.name)) {
+  if (!in.Count("name", 1, kMaxNameBytes, &length) || !in.Bytes("name", length, &info.name) ||
+      !ReadProgress(in, &info.progress)) {
     return false;
   }
   std::size_t cells = 0;
@@ -250,7 +288,22 @@ bool ReadCommunicator(PayloadReader& in, long index, Communicator* comm) {
   return true;
 }
 
+// What the decoder accepts of a progress record (ReadProgress), so the writer refuses the rest.
+bool ValidProgress(const CollectiveProgress& progress) {
+  if (progress.collectives_completed > progress.collectives_started) {
+    return false;
+  }
+  if (progress.collectives_started == 0) {
+    return progress.last_started_op == Op{} && progress.last_started_bytes == 0 &&
+           progress.last_started_unix_ns == 0;
+  }
+  return static_cast<std::size_t>(progress.last_started_op) < kOpCount &&
+         IsCollective(progress.last_started_op);
+}
+
 }  // namespace
+
+bool IsCollective(Op op) { return op != Op::kSend && op != Op::kRecv; }
 
 std::string_view OpName(Op op) {
   switch (op) {
@@ -337,7 +390,7 @@ void SnapshotWriter::PatchCellCount() {
 }
 
 bool SnapshotWriter::AddCommunicator(const CommunicatorHeader& comm) {
-  if (!begun_ || communicators_ == kMaxCommunicators) {
+  if (!begun_ || communicators_ == kMaxCommunicators || !ValidProgress(comm.progress)) {
     return Fail();
   }
   PatchCellCount();
@@ -354,6 +407,15 @@ bool SnapshotWriter::AddCommunicator(const CommunicatorHeader& comm) {
   }
   std::memcpy(buffer_.data() + size_, comm.name.data(), name_bytes);
   size_ += name_bytes;
+  const CollectiveProgress& progress = comm.progress;
+  Put(progress.collectives_started, 8);
+  Put(progress.collectives_completed, 8);
+  Put(static_cast<std::uint8_t>(progress.last_started_op), 1);
+  Put(progress.last_started_bytes, 8);
+  Put(progress.last_started_unix_ns, 8);
+  if (failed_) {
+    return false;
+  }
   cells_at_ = size_;
   cells_ = 0;
   return Put(0, 1);
@@ -406,8 +468,8 @@ std::optional<std::string> EncodeSnapshotFrame(const Snapshot& snapshot) {
   writer.Begin(snapshot.header);
   for (const Communicator& comm : snapshot.communicators) {
     const CommunicatorInfo& info = comm.info;
-    writer.AddCommunicator(
-        {info.comm_hash, info.rank, info.nranks, info.nnodes, info.finalized, info.name});
+    writer.AddCommunicator({info.comm_hash, info.rank, info.nranks, info.nnodes, info.finalized,
+                            info.name, info.progress});
     for (const Cell& cell : comm.cells) {
       writer.AddCell(cell);
     }

@@ -1,5 +1,5 @@
 // The snapshot protocol between the NCCL profiler plugin (libnccl-profiler-ringleader.so, inside
-// every trainer process) and the sidecar, version 1. This comment is the single spec.
+// every trainer process) and the sidecar, version 2. This comment is the single spec.
 //
 // Transport. The plugin connects to a Unix stream socket (contract.h: env::kProfilerSocket, by
 // default path::kProfilerSocket in the run dir) and writes one frame per snapshot, every few
@@ -8,7 +8,8 @@
 //
 // Framing. A 12-byte header, then the payload. All integers are big-endian.
 //   magic    u32  0x524C5053 ("RLPS")
-//   version  u16  1
+//   version  u16  2 (the plugin and the sidecar ship together, in one image and one release, so a
+//                   reader accepts its own version only; version 1 had no collective progress)
 //   type     u16  1 (Snapshot; the only type)
 //   length   u32  payload bytes that follow, at most kMaxPayloadBytes
 // A reader checks the header alone before it buffers any payload; any failure is fatal to the
@@ -24,6 +25,10 @@
 //     comm_hash u64, rank u32, nranks u32 (>= 1, rank < nranks), nnodes u32,
 //     flags u8 (bit 0: finalized, this is its last snapshot; other bits 0),
 //     name: length u8 (<= kMaxNameBytes) then the bytes,
+//     progress (version 2): collectives_started u64, collectives_completed u64 (<=
+//       collectives_started), last_started_op u8 (< kOpCount, not send or recv),
+//       last_started_bytes u64, last_started_unix_ns u64; the last three are 0 while
+//       collectives_started is 0,
 //     cells: count u8 (<= kMaxCellsPerCommunicator), then each:
 //       op u8 (< kOpCount), bucket u8 (<= kMaxBucket),
 //       calls u64, bytes u64, timed_calls u64 (<= calls), timed_bytes u64 (<= bytes),
@@ -40,6 +45,32 @@
 // start and stop of every kernel channel it ran on; its GPU time is the last channel's stop less
 // the first channel's start (the GPU's globaltimer, ns). algbw = timed_bytes / gpu time, in 1e9
 // bytes per second; busbw = algbw x nccl-tests' factor for the op and nranks.
+//
+// Progress, for telling a stalled rank from the others. Collectives only: p2p sends and receives
+// are left out, because how many a rank makes depends on its place in the job (a pipeline stage
+// sends to its neighbours only), so their counts differ between healthy ranks (an all-to-all made
+// of sends and receives, as before NCCL 2.28, is left out with them); every rank of a
+// communicator makes the same collectives in the same order (NCCL's own rule). Counted from the
+// communicator's init, over all collective ops the plugin recognises (Op, with a known datatype):
+// - collectives_started: collectives whose start event NCCL sent, i.e. that this rank entered
+//   (NCCL starts the event when it launches the collective's kernel, on the calling thread); it is
+//   also the 1-based sequence number of the last one. Counted even when the plugin has no slot
+//   left to time it (ops_dropped).
+// - collectives_completed: those of them whose end the plugin saw: every kernel channel NCCL
+//   announced stopped (or, with no channel announced, the op's stop). A kernel that started and
+//   never stops keeps its collective uncompleted; one whose channels never all report (counted in
+//   ops_incomplete) or that the plugin did not track (ops_dropped) is never counted completed.
+// - last_started_op, last_started_bytes (nccl-tests' S, as in cells), last_started_unix_ns: the
+//   collective numbered collectives_started. The time is the plugin's CLOCK_REALTIME_COARSE: the
+//   realtime clock that unix_time_ns is read from, as of the OS's last tick (4 ms where
+//   measured), so unix_time_ns - last_started_unix_ns is how long ago the rank entered it, by one
+//   clock.
+// So, among the ranks of one communicator (one comm_hash), a rank whose collectives_started is
+// below its peers' never entered the next collective; ranks with equal collectives_started, all
+// completed, are between collectives (idle, however long). NCCL does
+// not promise these events for collectives replayed from a CUDA graph (it leaves graph-captured
+// collectives out of its own sequence numbers for that reason), so such counts may differ across
+// ranks.
 //
 // The writer checks the bounds (a snapshot that does not fit is refused); decoders never throw
 // on bad bytes, they return an error naming the field, e.g.
@@ -59,7 +90,7 @@
 namespace ringleader::profiler {
 
 inline constexpr std::uint32_t kMagic = 0x524C5053;  // "RLPS"
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;
 inline constexpr std::uint16_t kSnapshotType = 1;
 inline constexpr std::size_t kHeaderBytes = 12;
 
@@ -87,6 +118,8 @@ inline constexpr std::size_t kOpCount = 10;
 // "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "gather",
 // "scatter", "send", "recv": the sidecar's collective names where it has them.
 std::string_view OpName(Op op);
+// Every op but send and recv (the p2p ones).
+bool IsCollective(Op op);
 
 // The process-wide drop and error counters; the values are their positions on the wire.
 enum class Counter : std::uint8_t {
@@ -122,6 +155,17 @@ struct SnapshotHeader {
   bool operator==(const SnapshotHeader&) const = default;
 };
 
+// A communicator's collective progress (the spec above: "Progress").
+struct CollectiveProgress {
+  std::uint64_t collectives_started = 0;  // also the sequence number of the last one started
+  std::uint64_t collectives_completed = 0;
+  // The collective numbered collectives_started; all 0 while collectives_started is 0.
+  Op last_started_op = Op::kAllReduce;
+  std::uint64_t last_started_bytes = 0;
+  std::uint64_t last_started_unix_ns = 0;
+  bool operator==(const CollectiveProgress&) const = default;
+};
+
 struct CommunicatorInfo {
   std::uint64_t comm_hash = 0;
   std::uint32_t rank = 0;
@@ -129,6 +173,7 @@ struct CommunicatorInfo {
   std::uint32_t nnodes = 1;
   bool finalized = false;
   std::string name;
+  CollectiveProgress progress;
   bool operator==(const CommunicatorInfo&) const = default;
 };
 
@@ -154,6 +199,7 @@ struct CommunicatorHeader {
   std::uint32_t nnodes = 1;
   bool finalized = false;
   std::string_view name;
+  CollectiveProgress progress;
 };
 
 struct Communicator {
@@ -168,12 +214,13 @@ struct Snapshot {
   bool operator==(const Snapshot&) const = default;
 };
 
-// Bytes on the wire, fixed parts: the payload's start, a communicator without its name and
-// cells, and a cell.
+// Bytes on the wire, fixed parts: the payload's start, a communicator's progress, a communicator
+// without its name and cells, and a cell.
 inline constexpr std::size_t kSnapshotFixedBytes = 4 + 8 + 4 + 8 + 8 + 1 + 8 * kCounterCount + 2;
-inline constexpr std::size_t kCommunicatorFixedBytes = 8 + 4 + 4 + 4 + 1 + 1 + 1;
+inline constexpr std::size_t kProgressBytes = 8 + 8 + 1 + 8 + 8;
+inline constexpr std::size_t kCommunicatorFixedBytes = 8 + 4 + 4 + 4 + 1 + 1 + kProgressBytes + 1;
 inline constexpr std::size_t kCellBytes = 1 + 1 + 8 * 5 + 8 * 2;
-// The largest legal payload (15,823,139 bytes; a real process sends a few KiB).
+// The largest legal payload (15,958,307 bytes; a real process sends a few KiB).
 inline constexpr std::size_t kMaxPayloadBytes =
     4 + 8 + 4 + 8 + 8 + 1 + 8 * kMaxCounters + 2 +
     kMaxCommunicators *
@@ -182,8 +229,9 @@ inline constexpr std::size_t kMaxFrameBytes = kHeaderBytes + kMaxPayloadBytes;
 
 // Writes one snapshot frame into a buffer it does not own, without allocating: the plugin
 // encodes from its live tables into memory it reserved at init. Call Begin, then for each
-// communicator AddCommunicator and its cells, then Finish. A call that would break a bound or
-// overrun the buffer returns false and fails the frame; a name longer than kMaxNameBytes is cut.
+// communicator AddCommunicator and its cells, then Finish. A call that would break a bound or a
+// progress rule, or overrun the buffer, returns false and fails the frame; a name longer than
+// kMaxNameBytes is cut.
 class SnapshotWriter {
  public:
   explicit SnapshotWriter(std::span<std::uint8_t> buffer) : buffer_(buffer) {}
@@ -236,7 +284,7 @@ class SnapshotFrameDecoder {
   std::optional<std::string> Next();
 
   bool failed() const { return !error_.empty(); }
-  // Names the header field, e.g. "header.length: 20000000 exceeds 15823139"; empty until failed.
+  // Names the header field, e.g. "header.length: 20000000 exceeds 15958307"; empty until failed.
   const std::string& error() const { return error_; }
 
   // Bytes reserved for the payload in progress: a header announcing a huge payload reserves

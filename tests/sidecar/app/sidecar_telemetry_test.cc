@@ -260,9 +260,9 @@ TEST(SidecarTelemetryTest, BadBytesOnTheSocketAreCountedAndTheSidecarStaysUp) {
     RawClient http(world.profiler_socket(0));
     ASSERT_TRUE(http.connected());
     ASSERT_TRUE(http.Write("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
-    // A snapshot header announcing a 100 MiB payload, over the sidecar's 4 MiB cap.
+    // A snapshot header (version 2) announcing a 100 MiB payload, over the sidecar's 4 MiB cap.
     RawClient huge(world.profiler_socket(0));
-    ASSERT_TRUE(huge.Write(std::string("RLPS\x00\x01\x00\x01\x06\x40\x00\x00", 12)));
+    ASSERT_TRUE(huge.Write(std::string("RLPS\x00\x02\x00\x01\x06\x40\x00\x00", 12)));
     const std::string counted = ScrapeUntil(world, 0, [](const std::string& body) {
       return Value(body, Rejected("bad_header")) == 1 && Value(body, Rejected("too_large")) == 1;
     });

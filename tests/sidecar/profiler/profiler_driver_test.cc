@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -130,7 +131,15 @@ struct ExpectedComm {
   std::string name;
   std::map<std::pair<Op, std::uint8_t>, ExpectedCell> cells;
   std::array<const OpKind*, kOpCount> kinds{};  // each op's kind, once seen
+  // Collectives only; last_started_unix_ns is checked against the clock, not here.
+  CollectiveProgress progress{};
 };
+
+// When this program started, by the realtime clock: the lower bound of every start time.
+const std::uint64_t g_program_start_unix_ns = static_cast<std::uint64_t>(
+    std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::system_clock::now().time_since_epoch())
+        .count());
 
 void Expect(ExpectedComm* comm, const OpEvents& op) {
   const std::uint64_t size = op.count * op.type->bytes * (op.kind->whole_buffer ? comm->nranks : 1);
@@ -150,6 +159,16 @@ void Expect(ExpectedComm* comm, const OpEvents& op) {
     cell.gpu_ns += last - first;
   }
   comm->kinds[static_cast<std::size_t>(op.kind->op)] = op.kind;
+  if (op.kind->op != Op::kSend && op.kind->op != Op::kRecv) {
+    CollectiveProgress& progress = comm->progress;
+    ++progress.collectives_started;
+    progress.last_started_op = op.kind->op;
+    progress.last_started_bytes = size;
+    // Every channel it announced stopped (the replays stop all they start).
+    if (op.channels.size() >= op.n_channels) {
+      ++progress.collectives_completed;
+    }
+  }
 }
 
 // The ops of communicator `c`: every op kind, sizes spread over many buckets, one op repeated
@@ -366,6 +385,25 @@ class Driver {
 
 // ---- Checking what arrived ----
 
+// `got` as expected, its start time between this program's start (less the coarse clock's tick)
+// and now.
+void ExpectProgress(const CollectiveProgress& got, const CollectiveProgress& want) {
+  EXPECT_EQ(got.collectives_started, want.collectives_started);
+  EXPECT_EQ(got.collectives_completed, want.collectives_completed);
+  EXPECT_EQ(got.last_started_op, want.last_started_op);
+  EXPECT_EQ(got.last_started_bytes, want.last_started_bytes);
+  if (want.collectives_started == 0) {
+    EXPECT_EQ(got.last_started_unix_ns, 0U);
+    return;
+  }
+  const auto now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  EXPECT_GE(got.last_started_unix_ns, g_program_start_unix_ns - 1'000'000'000ULL);
+  EXPECT_LE(got.last_started_unix_ns, now);
+}
+
 void ExpectMatches(const Received& received, const ExpectedComm& expected) {
   const auto found = received.latest.find(CommunicatorKey{expected.hash, expected.rank});
   ASSERT_NE(found, received.latest.end()) << "communicator " << expected.hash << " never arrived";
@@ -373,6 +411,7 @@ void ExpectMatches(const Received& received, const ExpectedComm& expected) {
   EXPECT_EQ(comm.info.name, expected.name.substr(0, kMaxNameBytes));
   EXPECT_EQ(comm.info.nranks, expected.nranks);
   EXPECT_TRUE(comm.info.finalized);
+  ExpectProgress(comm.info.progress, expected.progress);
   ASSERT_EQ(comm.cells.size(), expected.cells.size()) << "communicator " << expected.hash;
   for (const Cell& cell : comm.cells) {
     const auto want = expected.cells.find({cell.op, cell.bucket});
@@ -641,13 +680,14 @@ TEST_F(ProfilerDriverTest, TimesCollectivesInEachNcclReleasesCallOrder) {
       EXPECT_GT(cell.busbw_gbps, 0) << OpName(cell.op);
     }
     // A batch shares one kernel: each of its ops is charged the whole batch's 6,000 ns.
-    for (const auto& [op, bucket] : {std::pair{Op::kAllReduce, 10}, std::pair{Op::kAllReduce, 14},
-                                     std::pair{Op::kAllGather, 13}}) {
+    for (const std::pair<Op, int>& batched :
+         {std::pair{Op::kAllReduce, 10}, std::pair{Op::kAllReduce, 14},
+          std::pair{Op::kAllGather, 13}}) {
       const auto cell = std::find_if(got.cells.begin(), got.cells.end(), [&](const Cell& c) {
-        return c.op == op && c.bucket == bucket;
+        return c.op == batched.first && c.bucket == batched.second;
       });
-      ASSERT_NE(cell, got.cells.end()) << OpName(op) << " bucket " << bucket;
-      EXPECT_EQ(cell->gpu_ns, 6000U) << OpName(op) << " bucket " << bucket;
+      ASSERT_NE(cell, got.cells.end()) << OpName(batched.first) << " bucket " << batched.second;
+      EXPECT_EQ(cell->gpu_ns, 6000U) << OpName(batched.first) << " bucket " << batched.second;
     }
   }
 }
@@ -875,6 +915,74 @@ TEST_F(ProfilerDriverTest, GivesUpOnKernelChannelsThatNeverCome) {
   EXPECT_EQ(cell.timed_calls, 0U);  // counted, but with no GPU time
   EXPECT_EQ(cell.gpu_ns, 0U);
   driver.Finalize(context);
+}
+
+// The groundwork of stall detection: a rank that entered collective N (its kernel runs and never
+// ends, as when a peer never joins) shows N started and fewer completed; a collective queued
+// behind it, whose kernel never starts, is given up as incomplete but never counted completed; a
+// send is no collective.
+TEST_F(ProfilerDriverTest, CountsCollectivesStartedAndCompletedForStallDetection) {
+  Load(20);  // incomplete after 6 intervals: 120 ms
+  SnapshotServer server(socket_path_);
+  Driver driver(*plugin_, /*v4=*/false);
+  ExpectedComm comm{0x57A11, 3, 4, "stalled", {}, {}};
+  void* context = driver.Init(comm.hash, comm.name, 4, 3);
+  const OpKind& all_reduce = kKinds[0];
+  const OpKind& broadcast = kKinds[3];
+  const OpKind& send = kKinds[8];
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    const std::uint64_t at = 1'000'000 * (step + 1);
+    const OpEvents done{&all_reduce, &kTypes[0], 1 << 18, 1, {{0, at, at + 9000}}, Order::kNested};
+    driver.Replay(context, done);
+    Expect(&comm, done);
+    const OpEvents p2p{&send, &kTypes[0], 4096, 1, {{1, at + 10000, at + 12000}}, Order::kNested};
+    driver.Replay(context, p2p);
+    Expect(&comm, p2p);
+  }
+  // Collective 4: entered, its kernel's channel 0 started and never stops, channel 1 never starts.
+  const OpEvents stuck{&all_reduce, &kTypes[1], 1 << 20, 2, {{0, 9'000'000, 0}}, Order::kStopFirst};
+  void* stuck_handle = driver.StartOp(context, stuck);
+  ASSERT_NE(stuck_handle, nullptr);
+  driver.Stop(stuck_handle);
+  void* running = driver.StartChannel(context, stuck_handle, stuck.channels[0]);
+  ASSERT_NE(running, nullptr);
+  // Collective 5: entered, queued on the stream behind 4, so no channel of it ever starts.
+  const OpEvents queued{&broadcast, &kTypes[0], 256, 1, {}, Order::kStopFirst};
+  void* queued_handle = driver.StartOp(context, queued);
+  ASSERT_NE(queued_handle, nullptr);
+  driver.Stop(queued_handle);
+
+  // Both are given up on (ops_incomplete), the queued one recorded untimed; neither completed.
+  ASSERT_TRUE(server.WaitFor([&](const Received& received) {
+    return LastCounter(received, Counter::kOpsIncomplete) == 2 &&
+           received.latest.count({comm.hash, comm.rank}) == 1 &&
+           received.latest.at({comm.hash, comm.rank}).info.progress.collectives_started == 5;
+  }));
+  CollectiveProgress want = comm.progress;
+  EXPECT_EQ(want.collectives_started, 3U);  // the three all_reduces; the sends are not counted
+  want.collectives_started = 5;
+  want.last_started_op = Op::kBroadcast;
+  want.last_started_bytes = 1024;
+  ExpectProgress(server.Get().latest.at({comm.hash, comm.rank}).info.progress, want);
+
+  // The stuck kernel's channel ends at last, but channel 1 never reported: still not completed.
+  driver.RecordStop(running, 9'500'000);
+  driver.Stop(running);
+  driver.Finalize(context);
+  ASSERT_TRUE(server.WaitFor([&](const Received& received) {
+    return received.latest.at({comm.hash, comm.rank}).info.finalized;
+  }));
+  const Received received = server.Get();
+  const Communicator& last = received.latest.at({comm.hash, comm.rank});
+  ExpectProgress(last.info.progress, want);
+  std::uint64_t calls = 0;
+  std::uint64_t timed_calls = 0;
+  for (const Cell& cell : last.cells) {
+    calls += cell.calls;
+    timed_calls += cell.timed_calls;
+  }
+  EXPECT_EQ(calls, 8U);        // 3 all_reduce, 3 send, and the two given up on, untimed
+  EXPECT_EQ(timed_calls, 6U);
 }
 
 // Trainers fork (data-loader workers) after NCCL is up. A child has no sender thread: finalizing

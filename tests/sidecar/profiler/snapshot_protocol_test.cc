@@ -24,11 +24,12 @@ Snapshot SampleSnapshot() {
     snapshot.header.counters[i] = 100 + i;
   }
   Communicator world;
-  world.info = {0xDEADBEEFCAFEF00DULL, 3, 8, 2, false, "world"};
+  world.info = {0xDEADBEEFCAFEF00DULL, 3, 8, 2, false, "world",
+                {18342, 18341, Op::kReduceScatter, 10 << 20, 1'700'000'099'000'000'000ULL}};
   world.cells.push_back({Op::kAllReduce, 20, 10, 10 << 20, 9, 9 << 20, 900'000, 10.5, 18.375});
   world.cells.push_back({Op::kRecv, 0, 1, 1, 0, 0, 0, 0, 0});
   Communicator finished;
-  finished.info = {7, 0, 1, 1, true, ""};
+  finished.info = {7, 0, 1, 1, true, "", {}};
   snapshot.communicators = {world, finished};
   return snapshot;
 }
@@ -42,7 +43,8 @@ constexpr std::size_t kFirstCommunicator = kSnapshotFixedBytes;
 constexpr std::size_t kNranksAt = kFirstCommunicator + 12;
 constexpr std::size_t kFlagsAt = kFirstCommunicator + 20;
 constexpr std::size_t kNameAt = kFirstCommunicator + 21;
-constexpr std::size_t kCellCountAt = kNameAt + 1 + 5;
+constexpr std::size_t kProgressAt = kNameAt + 1 + 5;
+constexpr std::size_t kCellCountAt = kProgressAt + kProgressBytes;
 constexpr std::size_t kFirstCell = kCellCountAt + 1;
 
 void Put(std::string* payload, std::size_t at, std::uint64_t value, int bytes) {
@@ -69,13 +71,75 @@ TEST(SnapshotProtocolTest, FrameHeaderIsMagicVersionTypeAndLengthBigEndian) {
   const std::string frame = EncodeSnapshotFrame(SampleSnapshot()).value();
   const std::string payload = frame.substr(kHeaderBytes);
   EXPECT_EQ(frame.substr(0, 4), "RLPS");
-  EXPECT_EQ(frame.substr(4, 4), std::string("\0\1\0\1", 4));
+  EXPECT_EQ(frame.substr(4, 4), std::string("\0\2\0\1", 4));
   const std::size_t length = (static_cast<std::uint8_t>(frame[8]) << 24) |
                              (static_cast<std::uint8_t>(frame[9]) << 16) |
                              (static_cast<std::uint8_t>(frame[10]) << 8) |
                              static_cast<std::uint8_t>(frame[11]);
   EXPECT_EQ(length, payload.size());
   EXPECT_EQ(payload.size(), kSnapshotFixedBytes + 2 * kCommunicatorFixedBytes + 5 + 2 * kCellBytes);
+}
+
+// The bytes of version 2's progress, written out by hand: they follow the name, in the order of
+// the spec, big-endian; a communicator that started no collective sends 33 zero bytes.
+TEST(SnapshotProtocolTest, ProgressIsItsFiveFieldsAfterTheNameInSpecOrder) {
+  Snapshot snapshot = SampleSnapshot();
+  snapshot.communicators[0].info.progress = {0x0102030405060708ULL, 0x0102030405060707ULL,
+                                             Op::kReduceScatter, 0x1122334455667788ULL,
+                                             0x18A0B0C0D0E0F001ULL};
+  const std::string payload = Payload(snapshot);
+  const std::string golden(
+      "\x01\x02\x03\x04\x05\x06\x07\x08"   // collectives_started
+      "\x01\x02\x03\x04\x05\x06\x07\x07"   // collectives_completed
+      "\x02"                               // last_started_op: reduce_scatter
+      "\x11\x22\x33\x44\x55\x66\x77\x88"   // last_started_bytes
+      "\x18\xA0\xB0\xC0\xD0\xE0\xF0\x01",  // last_started_unix_ns
+      kProgressBytes);
+  EXPECT_EQ(payload.substr(kProgressAt, kProgressBytes), golden);
+  EXPECT_EQ(payload[kCellCountAt], 2);  // the cells follow
+  // The second communicator ("", finalized) started none; its cell count is the last byte.
+  EXPECT_EQ(payload.substr(payload.size() - 1 - kProgressBytes, kProgressBytes),
+            std::string(kProgressBytes, '\0'));
+  const Decoded<Snapshot> decoded = DecodeSnapshot(payload);
+  ASSERT_TRUE(decoded.ok()) << decoded.error;
+  const CollectiveProgress& progress = decoded.value->communicators[0].info.progress;
+  EXPECT_EQ(progress.collectives_started, 0x0102030405060708ULL);
+  EXPECT_EQ(progress.collectives_completed, 0x0102030405060707ULL);
+  EXPECT_EQ(progress.last_started_op, Op::kReduceScatter);
+  EXPECT_EQ(progress.last_started_bytes, 0x1122334455667788ULL);
+  EXPECT_EQ(progress.last_started_unix_ns, 0x18A0B0C0D0E0F001ULL);
+}
+
+TEST(SnapshotProtocolTest, WriterRefusesProgressTheDecoderWouldRefuse) {
+  const CollectiveProgress bad[] = {
+      {3, 4, Op::kAllReduce, 1, 1},  // more completed than started
+      {3, 3, Op::kSend, 1, 1},       // a p2p op as the last collective
+      {0, 0, Op::kAllReduce, 1, 0},  // details with no collective started
+      {0, 0, Op::kAllReduce, 0, 1},
+      {0, 0, Op::kBroadcast, 0, 0},
+  };
+  for (const CollectiveProgress& progress : bad) {
+    Snapshot snapshot = SampleSnapshot();
+    snapshot.communicators[0].info.progress = progress;
+    EXPECT_FALSE(EncodeSnapshotFrame(snapshot).has_value()) << progress.collectives_started;
+  }
+}
+
+TEST(SnapshotProtocolTest, NoCollectiveStartedMeansNoLastOne) {
+  std::string payload = Payload(SampleSnapshot());
+  Put(&payload, kProgressAt, 0, 8);      // collectives_started
+  Put(&payload, kProgressAt + 8, 0, 8);  // collectives_completed
+  EXPECT_EQ(DecodeSnapshot(payload).error,
+            "communicators[0].last_started_op: 2 with no collective started");
+  Put(&payload, kProgressAt + 16, 0, 1);
+  EXPECT_EQ(DecodeSnapshot(payload).error,
+            "communicators[0].last_started_bytes: 10485760 with no collective started");
+  Put(&payload, kProgressAt + 17, 0, 8);
+  EXPECT_EQ(DecodeSnapshot(payload).error,
+            "communicators[0].last_started_unix_ns: 1700000099000000000 with no collective "
+            "started");
+  Put(&payload, kProgressAt + 25, 0, 8);
+  EXPECT_TRUE(DecodeSnapshot(payload).ok());
 }
 
 TEST(SnapshotProtocolTest, TheLargestLegalSnapshotIsExactlyTheBound) {
@@ -171,15 +235,22 @@ INSTANTIATE_TEST_SUITE_P(
         BadPayload{"too many communicators", kSnapshotFixedBytes - 2, 4097, 2,
                    "communicators: 4097 exceeds 4096"},
         BadPayload{"more communicators than bytes", kSnapshotFixedBytes - 2, 40, 2,
-                   "communicators: 40 need at least 920 bytes, 167 left"},
+                   "communicators: 40 need at least 2240 bytes, 233 left"},
         BadPayload{"no ranks", kNranksAt, 0, 4, "communicators[0].nranks: must be at least 1"},
         BadPayload{"rank not below nranks", kNranksAt, 3, 4,
                    "communicators[0].rank: 3 is not below nranks 3"},
         BadPayload{"unknown flag", kFlagsAt, 6, 1, "communicators[0].flags: unknown bits 6"},
         BadPayload{"name too long", kNameAt, 129, 1, "communicators[0].name: 129 exceeds 128"},
+        BadPayload{"more collectives completed than started", kProgressAt + 8, 18343, 8,
+                   "communicators[0].collectives_completed: 18343 exceeds collectives_started "
+                   "18342"},
+        BadPayload{"last op not an operation", kProgressAt + 16, 10, 1,
+                   "communicators[0].last_started_op: 10 is not an operation"},
+        BadPayload{"last op a p2p one", kProgressAt + 16, 9, 1,
+                   "communicators[0].last_started_op: recv is not a collective"},
         BadPayload{"too many cells", kCellCountAt, 65, 1, "communicators[0].cells: 65 exceeds 64"},
         BadPayload{"more cells than bytes", kCellCountAt, 9, 1,
-                   "communicators[0].cells: 9 cells need 522 bytes, 139 left"},
+                   "communicators[0].cells: 9 cells need 522 bytes, 172 left"},
         BadPayload{"unknown op", kFirstCell, 10, 1,
                    "communicators[0].cells[0].op: 10 is not an operation"},
         BadPayload{"bucket too large", kFirstCell + 1, 64, 1,
@@ -208,7 +279,7 @@ TEST(SnapshotProtocolTest, TruncatedAndOverlongPayloadsAreRefused) {
   const std::string payload = Payload(SampleSnapshot());
   EXPECT_EQ(DecodeSnapshot(payload + "x").error, "snapshot: 1 bytes after the last field");
   EXPECT_EQ(DecodeSnapshot(payload.substr(0, payload.size() - 3)).error,
-            "communicators[1].flags: needs 1 bytes, 0 left");
+            "communicators[1].last_started_unix_ns: needs 8 bytes, 6 left");
   EXPECT_EQ(DecodeSnapshot("").error, "pid: needs 4 bytes, 0 left");
   // Every prefix fails cleanly.
   for (std::size_t n = 0; n < payload.size(); ++n) {
@@ -225,9 +296,9 @@ TEST(SnapshotProtocolTest, FrameDecoderRefusesABadHeaderBeforeBufferingItsPayloa
   };
   const Case cases[] = {
       {0, 'X', "header.magic: 1481396307 is not 1380733011"},
-      {5, 2, "header.version: 2 is not supported"},
+      {5, 1, "header.version: 1 is not supported"},  // no progress: refused, not misread
       {7, 2, "header.type: 2 is not a snapshot"},
-      {8, 1, "header.length: 16777482 exceeds 15823139"},
+      {8, 1, "header.length: 16777548 exceeds 15958307"},
   };
   for (const Case& c : cases) {
     std::string bad = frame;
