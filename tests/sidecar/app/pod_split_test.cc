@@ -9,9 +9,11 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "sidecar/service/preflight_result.h"
 #include "tests/sidecar/app/exposition.h"
@@ -41,6 +43,22 @@ bool WaitForStatus(const std::string& url, int status, seconds timeout) {
   return false;
 }
 
+// The series of probe runs of `collective` that ended ok.
+std::string OkRunsSeries(const std::string& collective) {
+  return "ringleader_sidecar_probe_runs_total{collective=\"" + collective + "\",result=\"ok\"}";
+}
+
+// The preflight's ok rows per collective: what a sidecar adds to OkRunsSeries for its result.
+std::map<std::string, double> OkRowsByCollective(const sidecar::PreflightResult& result) {
+  std::map<std::string, double> rows;
+  for (std::size_t i = 0; i < result.rows.size(); ++i) {
+    if (result.rows[i].wrong == 0 && result.below_floor_row != i) {
+      rows[std::string(collectives::CollectiveName(result.rows[i].collective))] += 1;
+    }
+  }
+  return rows;
+}
+
 void ExpectExit(ChildProcess& process, int code, const std::string& logs) {
   const auto exit = process.WaitFor(seconds(60));
   ASSERT_TRUE(exit.has_value()) << logs;
@@ -61,6 +79,7 @@ TEST(PodSplitTest, ThePreflightContainersResultReachesTheSidecarsMetricsSummaryA
   for (int rank = 0; rank < 2; ++rank) {
     world.StartPodPreflight(rank, {{"NVIDIA_VISIBLE_DEVICES", "GPU-test-" + std::to_string(rank)}});
   }
+  std::vector<sidecar::PreflightResult> results;
   for (int rank = 0; rank < 2; ++rank) {
     ExpectExit(world.pod_preflight(rank), 0, world.PodPreflightLog(rank) + world.AllLogs());
     EXPECT_THAT(world.PodPreflightLog(rank),
@@ -75,6 +94,7 @@ TEST(PodSplitTest, ThePreflightContainersResultReachesTheSidecarsMetricsSummaryA
     EXPECT_EQ(result->transport, "tcp");
     EXPECT_EQ(result->devices, "GPU-test-" + std::to_string(rank));
     EXPECT_FALSE(result->rows.empty());
+    results.push_back(*result);
   }
   EXPECT_THAT(world.PodPreflightLog(0), HasSubstr("# ringleader preflight, gloo, 2 ranks"));
   EXPECT_THAT(world.PodPreflightLog(0), HasSubstr("# transport: tcp"));
@@ -94,11 +114,24 @@ TEST(PodSplitTest, ThePreflightContainersResultReachesTheSidecarsMetricsSummaryA
     EXPECT_EQ(json.at("transport"), "tcp");
   }
   // Then each sidecar monitors on its own communicator, over the Pod network: its all_reduce
-  // runs come on top of the preflight's rows, which counted once.
-  const std::string ok_runs = "ringleader_sidecar_probe_runs_total{collective=\"all_reduce\",result=\"ok\"}";
-  const std::optional<double> preflight_runs =
-      SeriesValue(HttpGet(Base(world, 1) + "/metrics").value().body, ok_runs);
+  // runs come on top of the preflight's rows, which counted once. The monitor runs nothing but
+  // all_reduce, so every other collective's runs stay exactly its rows, then and at the end; the
+  // monitor may have begun by now, so all_reduce's are at least its rows.
+  const std::map<std::string, double> preflight_rows = OkRowsByCollective(results.at(1));
+  ASSERT_EQ(preflight_rows.size(), collectives::kAllCollectives.size()) << "every collective has a row";
+  const auto expect_rows_counted_once = [&preflight_rows](const std::string& exposition) {
+    for (const auto& [collective, rows] : preflight_rows) {
+      if (collective != "all_reduce") {
+        EXPECT_EQ(SeriesValue(exposition, OkRunsSeries(collective)), rows) << collective;
+      }
+    }
+  };
+  const std::string ok_runs = OkRunsSeries("all_reduce");
+  const std::string after_preflight = HttpGet(Base(world, 1) + "/metrics").value().body;
+  expect_rows_counted_once(after_preflight);
+  const std::optional<double> preflight_runs = SeriesValue(after_preflight, ok_runs);
   ASSERT_TRUE(preflight_runs.has_value());
+  EXPECT_GE(*preflight_runs, preflight_rows.at("all_reduce"));
   ASSERT_TRUE(world.WaitForLog(1, "monitoring: all_reduce", seconds(30))) << world.AllLogs();
   const auto deadline = std::chrono::steady_clock::now() + seconds(30);
   std::string metrics;
@@ -108,6 +141,7 @@ TEST(PodSplitTest, ThePreflightContainersResultReachesTheSidecarsMetricsSummaryA
     metrics = HttpGet(Base(world, 1) + "/metrics").value_or(HttpReply{}).body;
   }
   EXPECT_GT(SeriesValue(metrics, ok_runs).value_or(0), *preflight_runs) << world.AllLogs();
+  expect_rows_counted_once(metrics);
   EXPECT_THAT(metrics, HasSubstr("backend=\"gloo\""));
   EXPECT_THAT(metrics, HasSubstr("measures=\"network\""));
   for (int rank = 0; rank < 2; ++rank) {

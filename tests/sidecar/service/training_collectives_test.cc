@@ -366,18 +366,37 @@ TEST(TrainingCollectivesBoundsTest, TheProcessTableIsBoundedAndForgetsClosedProc
 TEST(TrainingCollectivesBoundsTest, TheCellBudgetIsBounded) {
   prometheus::Registry registry;
   TrainingCollectives training(registry, 0, {.max_processes = 8, .max_cells = 3});
-  std::vector<profiler::Cell> four;
-  for (std::uint8_t bucket = 10; bucket < 14; ++bucket) {
-    four.push_back(MakeCell(Op::kAllReduce, bucket, 1, 1, 1, 1, 1));
-  }
-  training.OnSnapshot(1, MakeSnapshot({}, 1, {MakeComm(7, 2, four)}));
+  // all_reduce calls per size label, as collected.
+  const auto calls_by_size = [&registry] {
+    std::map<std::string, double> calls;
+    for (const auto& [labels, metric] :
+         testing::SeriesByLabels(registry, "ringleader_training_collective_calls_total")
+             .value_or(std::map<Labels, prometheus::ClientMetric>{})) {
+      calls[labels.at("size")] += metric.counter.value;
+    }
+    return calls;
+  };
+  const auto cells = [](std::size_t count, std::uint64_t calls) {
+    std::vector<profiler::Cell> out;
+    for (std::uint8_t bucket = 10; bucket < 10 + count; ++bucket) {
+      out.push_back(MakeCell(Op::kAllReduce, bucket, calls, calls, calls, calls, calls));
+    }
+    return out;
+  };
+  training.OnSnapshot(1, MakeSnapshot({}, 1, {MakeComm(7, 2, cells(4, 1))}));
   EXPECT_EQ(testing::SeriesByLabels(registry, "ringleader_training_profiler_frames_rejected_total")
                 ->at({{"reason", "table_full"}})
                 .counter.value,
             1);
-  four.pop_back();
-  training.OnSnapshot(1, MakeSnapshot({}, 2, {MakeComm(7, 2, four)}));
+  EXPECT_EQ(training.processes(), 0u);
+  EXPECT_EQ(calls_by_size(), (std::map<std::string, double>{})) << "the refused snapshot counts nothing";
+  // Three cells fit: that snapshot is accepted, counted whole (the refused one left no baseline),
+  // and the next counts only what was added since.
+  training.OnSnapshot(1, MakeSnapshot({}, 2, {MakeComm(7, 2, cells(3, 1))}));
   EXPECT_EQ(training.processes(), 1u);
+  EXPECT_EQ(calls_by_size(), (std::map<std::string, double>{{"1KiB", 1}, {"2KiB", 1}, {"4KiB", 1}}));
+  training.OnSnapshot(1, MakeSnapshot({}, 3, {MakeComm(7, 2, cells(3, 5))}));
+  EXPECT_EQ(calls_by_size(), (std::map<std::string, double>{{"1KiB", 5}, {"2KiB", 5}, {"4KiB", 5}}));
 }
 
 TEST_F(TrainingCollectivesTest, ThePodsReportSumsTimedBytesAndWeighsTheProcessesLatestIntervals) {
