@@ -10,6 +10,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -103,12 +104,23 @@ class Client {
     }
     return true;
   }
-  // True once the listener closed its end (a read returns 0 or fails).
-  bool WaitClosedByPeer() {
-    timeval timeout{10, 0};
-    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  // True once the listener closed its end: a read sees end of file, or fails with a real error
+  // (a reset). False when `timeout` passes first (a read that timed out is no close), and when
+  // a byte arrives (the listener never writes).
+  bool WaitClosedByPeer(milliseconds timeout = std::chrono::seconds(10)) {
+    timeval limit{static_cast<time_t>(timeout.count() / 1000),
+                  static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
     char byte = 0;
-    return ::recv(fd_, &byte, 1, 0) <= 0;
+    for (;;) {
+      const ssize_t n = ::recv(fd_, &byte, 1, 0);
+      if (n >= 0) {
+        return n == 0;
+      }
+      if (errno != EINTR) {
+        return errno != EAGAIN && errno != EWOULDBLOCK;
+      }
+    }
   }
   void Close() {
     if (fd_ >= 0) {
@@ -282,6 +294,7 @@ TEST_F(ProfilerListenerTest, BadBytesCloseOnlyTheirConnectionAndAreCounted) {
            sink_.rejected_[FrameRejection::kTruncated] == 1;
   }));
   // The good connection is untouched and still served.
+  EXPECT_FALSE(good.WaitClosedByPeer(milliseconds(200)));
   ASSERT_TRUE(good.Write(Frame(1, 2)));
   ASSERT_TRUE(sink_.WaitFor([&] { return sink_.snapshots_.size() == 2; }));
   for (const auto& [connection, received] : sink_.all_snapshots()) {
