@@ -1,8 +1,10 @@
-// The preflight tests the trainers' own devices: devcluster's node agent plays the NVIDIA device
-// plugin (NVIDIA_VISIBLE_DEVICES per container, an init container's devices reused by the app
-// containers that ask for the same resource, as the kubelet's device manager does), and the real
-// kube-scheduler counts the Node's GPUs from its status and a Pod's request as
-// max(largest init container, sum of app containers).
+// The preflight container is handed the trainer's own devices: devcluster's node agent plays the
+// NVIDIA device plugin (NVIDIA_VISIBLE_DEVICES per container, an init container's devices reused
+// by the app containers that ask for the same resource, as the kubelet's device manager does), and
+// the real kube-scheduler counts the Node's GPUs from its status and a Pod's request as
+// max(largest init container, sum of app containers). This shows the allocation only: devcluster
+// has no GPU, so the preflight runs Gloo and never touches the devices it is handed (the preflight
+// on a real GPU, with NCCL, is tests/gpu/device_check.sh's).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,7 +48,7 @@ std::string Show(const std::set<std::string>& ids) {
   return "{" + text + "}";
 }
 
-TEST(DevicesTest, EachPodsPreflightTestsExactlyTheGpusItsTrainerGetsOnAShared4GpuNode) {
+TEST(PreflightDeviceAllocationTest, EachPodsPreflightIsHandedExactlyTheGpusItsTrainerGetsOnAShared4GpuNode) {
   std::string why;
   if (!EndToEnd::Supported(&why)) {
     GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
@@ -71,10 +73,10 @@ TEST(DevicesTest, EachPodsPreflightTestsExactlyTheGpusItsTrainerGetsOnAShared4Gp
     EXPECT_EQ(bed.Get("pod", pod)["spec"].value("nodeName", ""), "node-a");
     const std::string preflight_log = bed.PodLog(pod, "ringleader-preflight");
     const std::string trainer_log = bed.PodLog(pod, "trainer");
-    const std::set<std::string> tested = DevicesIn(preflight_log);
+    const std::set<std::string> handed = DevicesIn(preflight_log);
     const std::set<std::string> used = DevicesIn(trainer_log);
-    EXPECT_EQ(tested.size(), 2u) << pod << " preflight:\n" << preflight_log;
-    EXPECT_EQ(tested, used) << pod << ": the preflight tested " << Show(tested) << ", the trainer got "
+    EXPECT_EQ(handed.size(), 2u) << pod << " preflight:\n" << preflight_log;
+    EXPECT_EQ(handed, used) << pod << ": the preflight was handed " << Show(handed) << ", the trainer got "
                             << Show(used);
     for (const std::string& id : used) {
       EXPECT_TRUE(all.insert(id).second) << "GPU " << id << " was given to both Pods";
