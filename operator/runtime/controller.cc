@@ -77,6 +77,8 @@ InformerOptions ChildInformer(kube::Resource resource, const ControllerOptions& 
   options.label_selector = std::string(planner::kManagedByLabel) + "=" + std::string(planner::kManagedByValue);
   options.transform = transform;
   options.index = OwnerIndex;
+  // Thousands of Pods per operator, each read only with its job: kept as CBOR (informer.h).
+  options.compact = true;
   return options;
 }
 

@@ -111,15 +111,15 @@ std::vector<LoopProgress> Informer::Progress() const {
 ObjectPtr Informer::Get(const std::string& key) const {
   std::lock_guard lock(mutex_);
   const auto it = objects_.find(key);
-  return it == objects_.end() ? nullptr : it->second;
+  return it == objects_.end() ? nullptr : Load(it->second);
 }
 
 std::vector<ObjectPtr> Informer::List() const {
   std::lock_guard lock(mutex_);
   std::vector<ObjectPtr> all;
   all.reserve(objects_.size());
-  for (const auto& [key, object] : objects_) {
-    all.push_back(object);
+  for (const auto& [key, entry] : objects_) {
+    all.push_back(Load(entry));
   }
   return all;
 }
@@ -130,7 +130,7 @@ std::vector<ObjectPtr> Informer::ByIndex(const std::string& value) const {
   const auto it = index_.find(value);
   if (it != index_.end()) {
     for (const std::string& key : it->second) {
-      found.push_back(objects_.at(key));
+      found.push_back(Load(objects_.at(key)));
     }
   }
   return found;
@@ -141,10 +141,23 @@ std::size_t Informer::Size() const {
   return objects_.size();
 }
 
+Informer::Entry Informer::Store(const ObjectPtr& object) const {
+  if (!options_.compact) {
+    return {object, {}};
+  }
+  Entry entry{nullptr, json::to_cbor(*object)};
+  entry.cbor.shrink_to_fit();
+  return entry;
+}
+
+ObjectPtr Informer::Load(const Entry& entry) {
+  return entry.parsed ? entry.parsed : std::make_shared<const json>(json::from_cbor(entry.cbor));
+}
+
 void Informer::Put(std::string key, ObjectPtr object, std::vector<std::pair<ObjectPtr, ObjectPtr>>* changes) {
   ObjectPtr before;
   if (auto it = objects_.find(key); it != objects_.end()) {
-    before = it->second;
+    before = Load(it->second);
   }
   if (options_.index) {
     if (before) {
@@ -159,7 +172,7 @@ void Informer::Put(std::string key, ObjectPtr object, std::vector<std::pair<Obje
       index_[value].insert(key);
     }
   }
-  objects_[std::move(key)] = object;
+  objects_[std::move(key)] = Store(object);
   changes->emplace_back(std::move(before), std::move(object));
 }
 
@@ -168,7 +181,7 @@ void Informer::Remove(const std::string& key, std::vector<std::pair<ObjectPtr, O
   if (it == objects_.end()) {
     return;
   }
-  ObjectPtr before = it->second;
+  ObjectPtr before = Load(it->second);
   if (options_.index) {
     for (const std::string& value : options_.index(*before)) {
       index_[value].erase(key);
@@ -194,7 +207,7 @@ void Informer::Replace(const std::string& ns, const std::vector<json>& items) {
     // Objects deleted while no watch was open exist only in the cache now: forget them.
     const std::string prefix = ns.empty() ? "" : ns + "/";
     std::vector<std::string> gone;
-    for (const auto& [key, object] : objects_) {
+    for (const auto& [key, entry] : objects_) {
       if (key.starts_with(prefix) && !listed.contains(key)) {
         gone.push_back(key);
       }

@@ -1,12 +1,13 @@
 // An informer: a Reflector feeding a thread-safe cache of one resource kind (in one or more
 // namespaces), with an optional index and change handlers - client-go's SharedIndexInformer,
 // reduced to what the operator uses. Objects are held as shared immutable JSON, so readers
-// never copy them.
+// never copy them, or, for kinds with many objects, as CBOR bytes parsed on every read.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,6 +41,10 @@ struct InformerOptions {
   // Index values of an object (e.g. the key of the TrainingJob that owns it); ByIndex finds
   // objects by them.
   std::function<std::vector<std::string>(const nlohmann::json&)> index;
+  // Keep each object as CBOR bytes and parse it again on every read (a trimmed Pod: about 600
+  // bytes instead of 4.4 KB of parsed JSON, for 5 us per read). For kinds with thousands of
+  // objects that are read a few at a time by index or key (Pods), not for those listed whole.
+  bool compact = false;
 };
 
 // Called after the cache changed: `before` null for an add, `after` null for a delete.
@@ -73,6 +78,13 @@ class Informer {
   class NamespaceFeed;
   void Replace(const std::string& ns, const std::vector<nlohmann::json>& items);
   void Apply(const kube::WatchEvent& event);
+  // One cached object: parsed, or its CBOR bytes when options_.compact.
+  struct Entry {
+    ObjectPtr parsed;
+    std::vector<std::uint8_t> cbor;
+  };
+  Entry Store(const ObjectPtr& object) const;
+  static ObjectPtr Load(const Entry& entry);
   void Put(std::string key, ObjectPtr object, std::vector<std::pair<ObjectPtr, ObjectPtr>>* changes);
   void Remove(const std::string& key, std::vector<std::pair<ObjectPtr, ObjectPtr>>* changes);
   void Notify(const std::vector<std::pair<ObjectPtr, ObjectPtr>>& changes);
@@ -81,7 +93,7 @@ class Informer {
   const InformerOptions options_;
   std::vector<ChangeHandler> handlers_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, ObjectPtr> objects_;
+  std::unordered_map<std::string, Entry> objects_;
   std::unordered_map<std::string, std::set<std::string>> index_;  // index value -> keys
   std::vector<std::unique_ptr<NamespaceFeed>> feeds_;
   std::atomic<int> unsynced_{0};
