@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `ringleader-operator validate` as a user runs it: every example passes (exit 0), and a job with a
-# field the CRD does not declare fails (exit 1) naming the field, as kubectl apply refuses it.
+# `ringleader-operator validate` as a user runs it: every example passes (exit 0) and renders, and
+# a job with a field the CRD does not declare fails (exit 1) naming the field, as kubectl apply
+# refuses it.
 # Usage: validate_command_test.sh OPERATOR_BINARY   (run from the repository root)
 set -u -o pipefail
 operator=${1:?usage: validate_command_test.sh OPERATOR_BINARY}
@@ -11,6 +12,11 @@ for example in examples/*.yaml examples/*/*.yaml; do
   out=$("$operator" validate -f "$example" 2>&1)
   rc=$?
   [[ $rc -eq 0 ]] || fail "$example: exit $rc: $out"
+  # Rendered too: what the operator would create for it, Pods included.
+  out=$("$operator" render -f "$example" 2>&1)
+  rc=$?
+  [[ $rc -eq 0 ]] || fail "$example: render exit $rc: $out"
+  grep -qx 'kind: Pod' <<<"$out" || fail "$example: render made no Pod: $out"
 done
 
 # validate FILE WANT_RC TEXT: the command's exit status and a line of its output.
