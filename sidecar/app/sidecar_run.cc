@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -40,6 +41,7 @@
 #include "sidecar/service/sidecar_metrics.h"
 #include "sidecar/service/training_collectives.h"
 #include "sidecar/service/training_report.h"
+#include "sidecar/service/training_stall.h"
 #include "sidecar/collectives/nccl_transport.h"
 #ifdef RINGLEADER_WITH_NCCL
 #include "sidecar/collectives/nccl_communicator.h"
@@ -758,7 +760,7 @@ class SidecarRun {
       store = std::move(connected).value();
     }
     const TrainingReport report = training_->Report();
-    if (!report.cells.empty()) {
+    if (!report.cells.empty() || !report.progress.empty()) {
       if (const auto set = store->Set(TrainingReportKey(config_.rank), EncodeTrainingReport(report));
           !set) {
         return set.error();
@@ -783,11 +785,54 @@ class SidecarRun {
         }
       }
     }
-    if (std::optional<contract::TrainingSummary> training = CompareTrainingReports(reports)) {
-      std::lock_guard<std::mutex> lock(summary_mutex_);
+    const std::map<int, TrainingReport> decoded = DecodeTrainingReports(reports);
+    std::optional<contract::StallSummary> stall = FindStall(
+        decoded, NowUnixMs(), StallOptions{.stall_after = config_.stall_seconds, .attempt = config_.attempt});
+    NoteStall(stall);
+    std::lock_guard<std::mutex> lock(summary_mutex_);
+    if (std::optional<contract::TrainingSummary> training = CompareTrainingReports(decoded)) {
       summary_.training = std::move(training);
     }
+    summary_.stall = std::move(stall);  // cleared as soon as the missing ranks catch up
     return "";
+  }
+
+  // The stall gauge, and a log line when a stall is found or ends (not on every round).
+  void NoteStall(const std::optional<contract::StallSummary>& stall) {
+    training_->SetStalled(stall.has_value());
+    const auto identity = [](const contract::StallSummary& s) {
+      return std::make_pair(s.communicator, s.sequence);
+    };
+    if (stall && (!logged_stall_ || identity(*logged_stall_) != identity(*stall))) {
+      Log("stalled: " + DescribeStall(*stall));
+    } else if (!stall && logged_stall_) {
+      Log("the stall of collective #" + std::to_string(logged_stall_->sequence) + " on communicator " +
+          logged_stall_->communicator + " ended: its missing ranks entered it");
+    }
+    logged_stall_ = stall;
+  }
+
+  static std::string DescribeStall(const contract::StallSummary& stall) {
+    std::string ranks;
+    for (const int rank : stall.missing_ranks) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    std::string pods;
+    for (const int pod : stall.missing_pods) {
+      pods += (pods.empty() ? "" : ", ") + std::to_string(pod);
+    }
+    return std::to_string(stall.missing_rank_count) + " communicator rank(s) (" + ranks +
+           "; Pod rank(s) " + pods + ") never entered " + stall.collective.value_or("collective") +
+           " #" + std::to_string(stall.sequence) +
+           (stall.bytes ? " of " + std::to_string(*stall.bytes) + " bytes" : std::string()) +
+           " on communicator " + stall.communicator + "; " + std::to_string(stall.waiting_ranks) +
+           " rank(s) have waited " + std::to_string(stall.waited_seconds) + " s";
+  }
+
+  static std::uint64_t NowUnixMs() {
+    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count());
   }
 
   void RecordRow(const collectives::ProbeRow& row, ProbeResult judged) {
@@ -956,6 +1001,7 @@ class SidecarRun {
   std::mutex reporter_mutex_;
   std::condition_variable reporter_wake_;
   bool reporter_stop_ = false;  // guarded by reporter_mutex_
+  std::optional<contract::StallSummary> logged_stall_;  // the reporter thread's own
   std::thread reporter_;
 };
 

@@ -93,6 +93,10 @@ inline constexpr std::string_view kProfilerIntervalMs = "RINGLEADER_PROFILER_INT
 // Read by the native sidecar: "false" when spec.communication.telemetry.enabled is false (no
 // plugin copied, no profiler socket); anything else, or unset, means on.
 inline constexpr std::string_view kTelemetryEnabled = "RINGLEADER_TELEMETRY_ENABLED";
+// Read by the native sidecar (rank 0's compares the ranks): how long, in seconds, some ranks of a
+// communicator must wait in a collective that others never entered before /summary names it a
+// stall (spec.communication.telemetry.stallSeconds: the CRD allows 10 to 86400, default 120).
+inline constexpr std::string_view kStallSeconds = "RINGLEADER_STALL_SECONDS";
 // Read by the native sidecar: the directory it copies the profiler plugin into before it starts
 // serving (default path::kProfilerPluginDir, the trainers' read-only mount of the same volume).
 inline constexpr std::string_view kProfilerPluginDir = "RINGLEADER_PROFILER_PLUGIN_DIR";

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace ringleader::contract {
 namespace {
@@ -194,6 +195,130 @@ bool ReadTraining(const json& object, TrainingSummary* out, std::string* error) 
   return true;
 }
 
+// An unsigned integer of at least `minimum` (JSON integers up to 2^64 - 1), or nullopt.
+std::optional<std::uint64_t> UnsignedAtLeast(const json& value, std::uint64_t minimum) {
+  std::uint64_t number = 0;
+  if (value.is_number_unsigned()) {
+    number = value.get<std::uint64_t>();
+  } else if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
+    number = static_cast<std::uint64_t>(value.get<std::int64_t>());
+  } else {
+    return std::nullopt;
+  }
+  return number >= minimum ? std::optional<std::uint64_t>(number) : std::nullopt;
+}
+
+bool IsCommunicatorHex(const std::string& text) {
+  if (text.size() != 18 || text.compare(0, 2, "0x") != 0) {
+    return false;
+  }
+  for (std::size_t i = 2; i < text.size(); ++i) {
+    const char c = text[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A list of 1 to kMaxStallRanksListed ranks (integers >= 0), strictly ascending.
+std::optional<std::vector<int>> RankList(const json& value) {
+  if (!value.is_array() || value.empty() || value.size() > kMaxStallRanksListed) {
+    return std::nullopt;
+  }
+  std::vector<int> ranks;
+  for (const json& item : value) {
+    const std::optional<int> rank = IntAtLeast(item, 0);
+    if (!rank || (!ranks.empty() && *rank <= ranks.back())) {
+      return std::nullopt;
+    }
+    ranks.push_back(*rank);
+  }
+  return ranks;
+}
+
+std::string Got(const json* value) { return value ? Quote(*value) : std::string("nothing"); }
+
+bool ReadStall(const json& object, StallSummary* out, std::string* error) {
+  if (!object.is_object()) {
+    return Fail(error, "stall: must be an object, got " + Quote(object));
+  }
+  const auto member = [&](const char* key) -> const json* { return FindOptional(object, key); };
+  const json* collective = member("collective");
+  const json* bytes = member("bytes");
+  if ((collective == nullptr) != (bytes == nullptr)) {
+    return Fail(error, "stall.collective and stall.bytes: must come together");
+  }
+  if (collective != nullptr) {
+    out->collective = ShortString(*collective, kMaxTrainingCollectiveBytes);
+    if (!out->collective) {
+      return Fail(error, "stall.collective: must be a string of 1 to " +
+                             std::to_string(kMaxTrainingCollectiveBytes) + " bytes, got " +
+                             Quote(*collective));
+    }
+    out->bytes = UnsignedAtLeast(*bytes, 0);
+    if (!out->bytes) {
+      return Fail(error, "stall.bytes: must be an integer >= 0, got " + Quote(*bytes));
+    }
+  }
+  const json* sequence = member("sequence");
+  const auto sequence_value = sequence ? UnsignedAtLeast(*sequence, 1) : std::nullopt;
+  if (!sequence_value) {
+    return Fail(error, "stall.sequence: must be an integer >= 1, got " + Got(sequence));
+  }
+  out->sequence = *sequence_value;
+  const json* communicator = member("communicator");
+  if (communicator == nullptr || !communicator->is_string() ||
+      !IsCommunicatorHex(communicator->get_ref<const std::string&>())) {
+    return Fail(error, "stall.communicator: must be \"0x\" and 16 lower-case hex digits, got " +
+                           Got(communicator));
+  }
+  out->communicator = communicator->get<std::string>();
+  const std::string list_rule = "must be a list of 1 to " + std::to_string(kMaxStallRanksListed) +
+                                " integers >= 0 in ascending order, got ";
+  const json* missing = member("missingRanks");
+  auto missing_value = missing ? RankList(*missing) : std::nullopt;
+  if (!missing_value) {
+    return Fail(error, "stall.missingRanks: " + list_rule + Got(missing));
+  }
+  out->missing_ranks = std::move(*missing_value);
+  const json* count = member("missingRankCount");
+  const auto count_value = count ? IntAtLeast(*count, static_cast<int>(out->missing_ranks.size()))
+                                 : std::nullopt;
+  if (!count_value) {
+    return Fail(error, "stall.missingRankCount: must be an integer >= the " +
+                           std::to_string(out->missing_ranks.size()) + " missingRanks, got " +
+                           Got(count));
+  }
+  out->missing_rank_count = *count_value;
+  const json* pods = member("missingPods");
+  auto pods_value = pods ? RankList(*pods) : std::nullopt;
+  if (!pods_value) {
+    return Fail(error, "stall.missingPods: " + list_rule + Got(pods));
+  }
+  out->missing_pods = std::move(*pods_value);
+  const json* waiting = member("waitingRanks");
+  const auto waiting_value = waiting ? IntAtLeast(*waiting, 1) : std::nullopt;
+  if (!waiting_value) {
+    return Fail(error, "stall.waitingRanks: must be an integer >= 1, got " + Got(waiting));
+  }
+  out->waiting_ranks = *waiting_value;
+  const json* waited = member("waitedSeconds");
+  const auto waited_value = waited ? UnsignedAtLeast(*waited, 0) : std::nullopt;
+  if (!waited_value ||
+      *waited_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+    return Fail(error, "stall.waitedSeconds: must be an integer >= 0, got " + Got(waited));
+  }
+  out->waited_seconds = static_cast<std::int64_t>(*waited_value);
+  const json* attempt = member("attempt");
+  const auto attempt_value = attempt ? IntAtLeast(*attempt, 0) : std::nullopt;
+  if (!attempt_value) {
+    return Fail(error, "stall.attempt: must be an integer >= 0, got " + Got(attempt));
+  }
+  out->attempt = *attempt_value;
+  return true;
+}
+
 bool ReadSummary(const json& object, Summary* out, std::string* error) {
   if (!object.is_object()) {
     return Fail(error, "summary must be a JSON object, got " + Quote(object));
@@ -256,10 +381,27 @@ bool ReadSummary(const json& object, Summary* out, std::string* error) {
     }
     out->training = std::move(value);
   }
+
+  if (const json* stall = FindOptional(object, "stall")) {
+    StallSummary value;
+    if (!ReadStall(*stall, &value, error)) {
+      return false;
+    }
+    out->stall = std::move(value);
+  }
   return true;
 }
 
 }  // namespace
+
+std::string CommunicatorHex(std::uint64_t comm_hash) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text = "0x";
+  for (int shift = 60; shift >= 0; shift -= 4) {
+    text += kDigits[(comm_hash >> shift) & 0xf];
+  }
+  return text;
+}
 
 json SummaryToJson(const Summary& summary) {
   json out = {{"backend", summary.backend}, {"preflight", summary.preflight}};
@@ -286,6 +428,22 @@ json SummaryToJson(const Summary& summary) {
       value["slowestRankBusBandwidthBytesPerSecond"] = *training.slowest_rank_bus_bandwidth;
     }
     out["training"] = std::move(value);
+  }
+  if (summary.stall) {
+    const StallSummary& stall = *summary.stall;
+    json value = {{"sequence", stall.sequence},
+                  {"communicator", stall.communicator},
+                  {"missingRanks", stall.missing_ranks},
+                  {"missingRankCount", stall.missing_rank_count},
+                  {"missingPods", stall.missing_pods},
+                  {"waitingRanks", stall.waiting_ranks},
+                  {"waitedSeconds", stall.waited_seconds},
+                  {"attempt", stall.attempt}};
+    if (stall.collective && stall.bytes) {
+      value["collective"] = *stall.collective;
+      value["bytes"] = *stall.bytes;
+    }
+    out["stall"] = std::move(value);
   }
   return out;
 }

@@ -13,16 +13,35 @@
 //      "busBandwidthBytesPerSecond": 1.1e11,  (the median of the reporting ranks' busbw there)
 //      "ranksReporting": 4,              (Pod ranks whose trainers reported that cell)
 //      "slowestRank": 3,                 (optional: the Pod rank with the lowest busbw there)
-//      "slowestRankBusBandwidthBytesPerSecond": 9.0e10}}  (optional, with slowestRank)
+//      "slowestRankBusBandwidthBytesPerSecond": 9.0e10},  (optional, with slowestRank)
+//    "stall": {                          (optional: present while some ranks of a communicator
+//                                         have entered a collective that others have not, for
+//                                         the job's stallSeconds; sidecar/service/training_stall.h)
+//      "collective": "all_reduce",       (optional: the op numbered `sequence`, when a waiting
+//      "bytes": 67108864,                 rank's last started collective is that one; with bytes,
+//                                         nccl-tests' size S)
+//      "sequence": 18342,                (the collective's 1-based number on its communicator)
+//      "communicator": "0x9f3c...",      (its NCCL comm hash: "0x" and 16 lower-case hex digits)
+//      "missingRanks": [2],              (communicator ranks that never entered it, ascending,
+//                                         at most kMaxStallRanksListed)
+//      "missingRankCount": 1,            (all of them, >= the list's length)
+//      "missingPods": [2],               (the Pod ranks they run in, ascending, at most
+//                                         kMaxStallRanksListed)
+//      "waitingRanks": 3,                (communicator ranks that entered it and wait)
+//      "waitedSeconds": 95,              (since the last of them entered it)
+//      "attempt": 0}}                    (the gang attempt the sidecar serves, so a reader can
+//                                         tell an old attempt's stall from the current one's)
 // "backend" and the bandwidth are the last probe's: in an operator-made Pod that is the
 // preflight's until the native sidecar's own monitor (Gloo unless it shares the trainers'
 // devices) reports.
 // Unknown members are ignored so either side can add some.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +65,28 @@ struct TrainingSummary {
   bool operator==(const TrainingSummary&) const = default;
 };
 
+// The ranks named in a stall's missingRanks and missingPods at most (the counts say how many).
+inline constexpr std::size_t kMaxStallRanksListed = 32;
+
+// A collective that some ranks of a communicator entered and others did not, for at least the
+// job's stallSeconds; rank 0's sidecar finds it in every rank's report (training_stall.h).
+struct StallSummary {
+  std::optional<std::string> collective;  // the profiler's op name, at most 32 bytes
+  std::optional<std::uint64_t> bytes;     // set exactly when collective is
+  std::uint64_t sequence = 0;             // >= 1
+  std::string communicator;               // "0x" and 16 lower-case hex digits
+  std::vector<int> missing_ranks;         // ascending, 1 to kMaxStallRanksListed
+  int missing_rank_count = 0;             // >= missing_ranks.size()
+  std::vector<int> missing_pods;          // ascending, 1 to kMaxStallRanksListed
+  int waiting_ranks = 0;                  // >= 1
+  std::int64_t waited_seconds = 0;        // >= 0
+  int attempt = 0;                        // >= 0
+  bool operator==(const StallSummary&) const = default;
+};
+
+// "0x" and the hash in 16 lower-case hex digits: a stall's `communicator`.
+std::string CommunicatorHex(std::uint64_t comm_hash);
+
 struct Summary {
   std::string backend;
   std::string preflight;
@@ -54,6 +95,7 @@ struct Summary {
   std::optional<int> slowest_rank;
   std::string transport;  // "" when not reported
   std::optional<TrainingSummary> training;
+  std::optional<StallSummary> stall;
   bool operator==(const Summary&) const = default;
 };
 

@@ -340,6 +340,12 @@ const std::vector<Setting>& Settings() {
          c.profiler_interval = std::chrono::milliseconds(IntIn(text, 10, 600000, where));
        },
        [](const C& c) { return std::to_string(c.profiler_interval.count()); }},
+      {"stall-seconds", cenv::kStallSeconds, "SECONDS",
+       "rank 0 names a collective some ranks never entered once the others waited this long "
+       "(the CRD asks at least 10; tests go lower)",
+       false,
+       [](S text, S where, C& c) { c.stall_seconds = std::chrono::seconds(IntIn(text, 1, 86400, where)); },
+       [](const C& c) { return std::to_string(c.stall_seconds.count()); }},
       {"pod-name", cenv::kPodName, "NAME", "this Pod's name", false,
        [](S text, S where, C& c) { c.pod_name = Word(text, "a Pod name", where); },
        [](const C& c) { return c.pod_name; }},

@@ -88,6 +88,9 @@ struct SidecarConfig {
   std::string profiler_socket;  // default: run_dir/profiler.sock (contract::path::kProfilerSocket)
   std::string profiler_plugin_dir{contract::path::kProfilerPluginDir};
   std::chrono::milliseconds profiler_interval{5000};
+  // Rank 0 names a stalled collective once the missing ranks' own snapshots show them this long
+  // behind the others (training_stall.h).
+  std::chrono::seconds stall_seconds{120};
   // RDMA resources given to this container (the operator's list); any means RDMA was asked for.
   std::string rdma_resources;
   std::string pod_name;

@@ -125,6 +125,22 @@ TrainingCollectives::TrainingCollectives(prometheus::Registry& registry, int ran
   for (const FrameRejection reason : kRejections) {
     frames_rejected_.Add({{"reason", std::string(FrameRejectionName(reason))}});
   }
+  // Only rank 0 compares the ranks; a 0 elsewhere would claim a verdict nobody made.
+  if (rank == 0) {
+    stalled_ = &prometheus::BuildGauge()
+                    .Name("ringleader_training_stalled")
+                    .Help("1 while some ranks of a communicator have waited stallSeconds in a "
+                          "collective that others never entered (rank 0's sidecar; /summary's "
+                          "stall names them)")
+                    .Register(registry)
+                    .Add({{"rank", rank_}});
+  }
+}
+
+void TrainingCollectives::SetStalled(bool stalled) {
+  if (stalled_ != nullptr) {
+    stalled_->Set(stalled ? 1 : 0);
+  }
 }
 
 void TrainingCollectives::SetPluginInstalled(bool installed) {
@@ -187,6 +203,7 @@ void TrainingCollectives::OnSnapshot(std::uint64_t connection, const profiler::S
     snapshots_missed_.Increment(static_cast<double>(header.sequence - process.sequence - 1));
   }
   process.sequence = header.sequence;
+  process.unix_time_ns = header.unix_time_ns;
   process.connection = connection;
   process.touched = ++snapshots_taken_;
   process.local_rank = LocalRankLabel(header.local_rank);
@@ -221,6 +238,8 @@ void TrainingCollectives::OnSnapshot(std::uint64_t connection, const profiler::S
         previous == process.communicators.end() ? nullptr : &previous->second;
     Communicator& now = communicators[comm_key];
     now.nranks = comm.info.nranks;
+    now.finalized = comm.info.finalized;
+    now.progress = comm.info.progress;
     for (const profiler::Cell& cell : comm.cells) {
       const CellKey cell_key{cell.op, cell.bucket};
       const profiler::Cell* last = nullptr;
@@ -297,6 +316,31 @@ TrainingReport TrainingCollectives::Report() const {
       report.cells.push_back({std::string(profiler::OpName(key.first)),
                               SizeBucket(profiler::BucketUpperBytes(key.second)), cell.timed_bytes,
                               *cell.bus_bandwidth});
+    }
+  }
+  constexpr std::uint64_t kNsPerMs = 1'000'000;
+  for (const auto& [key, process] : processes_) {
+    if (!process.connection) {
+      continue;
+    }
+    for (const auto& [comm_key, comm] : process.communicators) {
+      if (comm.finalized) {
+        continue;
+      }
+      const profiler::CollectiveProgress& progress = comm.progress;
+      ReportProgress entry;
+      entry.communicator = comm_key.first;
+      entry.rank = comm_key.second;
+      entry.ranks = comm.nranks;
+      entry.started = progress.collectives_started;
+      entry.completed = progress.collectives_completed;
+      if (progress.collectives_started > 0) {
+        entry.last_collective = std::string(profiler::OpName(progress.last_started_op));
+        entry.last_bytes = progress.last_started_bytes;
+        entry.last_started_unix_ms = progress.last_started_unix_ns / kNsPerMs;
+      }
+      entry.as_of_unix_ms = process.unix_time_ns / kNsPerMs;
+      report.progress.push_back(std::move(entry));
     }
   }
   return report;

@@ -55,6 +55,8 @@ class TrainingCollectives : public SnapshotSink {
   //   ringleader_training_profiler_frames_rejected_total{reason}  counter, FrameRejectionName
   //   ringleader_training_profiler_processes                 gauge, processes connected now
   //   ringleader_training_profiler_plugin_installed          gauge, 1 once the plugin is copied
+  // and on Pod rank 0 only, whose sidecar compares the ranks (training_stall.h):
+  //   ringleader_training_stalled{rank}   gauge, 1 while /summary names a stalled collective
   // Methods are thread-safe.
   TrainingCollectives(prometheus::Registry& registry, int rank,
                       TrainingCollectivesOptions options = {});
@@ -64,9 +66,14 @@ class TrainingCollectives : public SnapshotSink {
   void OnRejected(FrameRejection reason) override;
 
   void SetPluginInstalled(bool installed);
+  // Rank 0's verdict; nothing on other ranks, which have no such series.
+  void SetStalled(bool stalled);
 
   // The Pod's cells for the cross-rank report: every process's timed bytes since this sidecar
-  // started, and the bus bandwidth over the processes' latest intervals with a timed call.
+  // started, and the bus bandwidth over the processes' latest intervals with a timed call. And
+  // the collective progress of each communicator rank in a process still connected, as of its
+  // latest snapshot: a closed process's communicators are gone with it (a trainer restarted
+  // inside the Pod makes new ones), and a finalized communicator says nothing more.
   TrainingReport Report() const;
   std::size_t processes() const;
 
@@ -78,6 +85,8 @@ class TrainingCollectives : public SnapshotSink {
 
   struct Communicator {
     std::uint32_t nranks = 1;
+    bool finalized = false;
+    profiler::CollectiveProgress progress;
     std::map<CellKey, profiler::Cell> cells;
   };
   // One interval's timed work in a label cell.
@@ -88,6 +97,7 @@ class TrainingCollectives : public SnapshotSink {
   };
   struct Process {
     std::uint64_t sequence = 0;
+    std::uint64_t unix_time_ns = 0;  // when the plugin took its latest snapshot
     std::array<std::uint64_t, profiler::kCounterCount> counters{};
     std::map<CommunicatorKey, Communicator> communicators;
     std::size_t cells = 0;
@@ -122,6 +132,7 @@ class TrainingCollectives : public SnapshotSink {
   prometheus::Family<prometheus::Counter>& frames_rejected_;
   prometheus::Gauge& processes_gauge_;
   prometheus::Gauge& plugin_installed_;
+  prometheus::Gauge* stalled_ = nullptr;  // rank 0 only
 
   mutable std::mutex mutex_;
   std::map<ProcessKey, Process> processes_;  // guarded by mutex_

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -25,6 +26,17 @@ bool IsCollectiveLabel(const std::string& text) {
     }
   }
   return false;
+}
+
+// The op named `text` when it is a collective (not send or recv).
+std::optional<profiler::Op> CollectiveOp(const std::string& text) {
+  for (std::size_t index = 0; index < profiler::kOpCount; ++index) {
+    const auto op = static_cast<profiler::Op>(index);
+    if (profiler::IsCollective(op) && text == profiler::OpName(op)) {
+      return op;
+    }
+  }
+  return std::nullopt;
 }
 
 bool IsSizeLabel(const std::string& text) {
@@ -72,6 +84,79 @@ std::optional<ReportCell> ReadCell(const json& value) {
   return ReportCell{*collective, *size, *timed_bytes, *bus_bandwidth};
 }
 
+// A JSON integer >= 0 (up to 2^64 - 1), or nullopt.
+std::optional<std::uint64_t> Unsigned(const json& object, const char* key) {
+  const auto it = object.find(key);
+  if (it == object.end()) {
+    return std::nullopt;
+  }
+  if (it->is_number_unsigned()) {
+    return it->get<std::uint64_t>();
+  }
+  if (it->is_number_integer() && it->get<std::int64_t>() >= 0) {
+    return static_cast<std::uint64_t>(it->get<std::int64_t>());
+  }
+  return std::nullopt;
+}
+
+// "0x" and 16 lower-case hex digits (contract::CommunicatorHex), or nullopt.
+std::optional<std::uint64_t> CommunicatorHash(const json& object) {
+  const std::optional<std::string> text = Label(object, "communicator");
+  if (!text || text->size() != 18 || text->compare(0, 2, "0x") != 0) {
+    return std::nullopt;
+  }
+  std::uint64_t hash = 0;
+  for (std::size_t i = 2; i < text->size(); ++i) {
+    const char c = (*text)[i];
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (digit < 0) {
+      return std::nullopt;
+    }
+    hash = (hash << 4) | static_cast<std::uint64_t>(digit);
+  }
+  return hash;
+}
+
+std::optional<ReportProgress> ReadProgress(const json& value) {
+  if (!value.is_object()) {
+    return std::nullopt;
+  }
+  ReportProgress progress;
+  const auto communicator = CommunicatorHash(value);
+  const auto rank = Unsigned(value, "rank");
+  const auto ranks = Unsigned(value, "ranks");
+  const auto started = Unsigned(value, "started");
+  const auto completed = Unsigned(value, "completed");
+  const auto last_started = Unsigned(value, "lastStartedUnixMs");
+  const auto as_of = Unsigned(value, "asOfUnixMs");
+  constexpr std::uint64_t kMaxRanks = std::numeric_limits<std::uint32_t>::max();
+  if (!communicator || !rank || !ranks || *ranks < 1 || *ranks > kMaxRanks || *rank >= *ranks ||
+      !started || !completed || *completed > *started || !last_started || !as_of) {
+    return std::nullopt;
+  }
+  progress.communicator = *communicator;
+  progress.rank = static_cast<std::uint32_t>(*rank);
+  progress.ranks = static_cast<std::uint32_t>(*ranks);
+  progress.started = *started;
+  progress.completed = *completed;
+  progress.last_started_unix_ms = *last_started;
+  progress.as_of_unix_ms = *as_of;
+  const bool has_last = value.contains("lastCollective") || value.contains("lastBytes");
+  if (has_last != (*started > 0)) {
+    return std::nullopt;
+  }
+  if (has_last) {
+    const auto collective = Label(value, "lastCollective");
+    const auto bytes = Unsigned(value, "lastBytes");
+    if (!collective || !CollectiveOp(*collective) || !bytes) {
+      return std::nullopt;
+    }
+    progress.last_collective = *collective;
+    progress.last_bytes = *bytes;
+  }
+  return progress;
+}
+
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t middle = values.size() / 2;
@@ -100,7 +185,38 @@ std::string EncodeTrainingReport(const TrainingReport& report) {
                      {"timedBytes", cell->timed_bytes},
                      {"busBandwidthBytesPerSecond", cell->bus_bandwidth}});
   }
-  return json{{"cells", std::move(array)}}.dump();
+  std::vector<const ReportProgress*> entries;
+  for (const ReportProgress& entry : report.progress) {
+    entries.push_back(&entry);
+  }
+  // One entry per (communicator, rank), the latest: two processes may claim one for a moment
+  // while a restarted trainer's old connection has not closed yet.
+  std::sort(entries.begin(), entries.end(), [](const ReportProgress* a, const ReportProgress* b) {
+    return std::tie(a->communicator, a->rank, b->as_of_unix_ms) <
+           std::tie(b->communicator, b->rank, a->as_of_unix_ms);
+  });
+  entries.erase(std::unique(entries.begin(), entries.end(),
+                            [](const ReportProgress* a, const ReportProgress* b) {
+                              return a->communicator == b->communicator && a->rank == b->rank;
+                            }),
+                entries.end());
+  entries.resize(std::min(entries.size(), kMaxReportProgress));
+  json progress = json::array();
+  for (const ReportProgress* entry : entries) {
+    json value = {{"communicator", contract::CommunicatorHex(entry->communicator)},
+                  {"rank", entry->rank},
+                  {"ranks", entry->ranks},
+                  {"started", entry->started},
+                  {"completed", entry->completed},
+                  {"lastStartedUnixMs", entry->last_started_unix_ms},
+                  {"asOfUnixMs", entry->as_of_unix_ms}};
+    if (entry->started > 0) {
+      value["lastCollective"] = entry->last_collective;
+      value["lastBytes"] = entry->last_bytes;
+    }
+    progress.push_back(std::move(value));
+  }
+  return json{{"cells", std::move(array)}, {"progress", std::move(progress)}}.dump();
 }
 
 std::optional<TrainingReport> DecodeTrainingReport(std::string_view text) {
@@ -125,25 +241,52 @@ std::optional<TrainingReport> DecodeTrainingReport(std::string_view text) {
       }
       report.cells.push_back(std::move(*cell));
     }
+    if (const auto progress = object.find("progress"); progress != object.end()) {
+      if (!progress->is_array() || progress->size() > kMaxReportProgress) {
+        return std::nullopt;
+      }
+      std::set<std::pair<std::uint64_t, std::uint32_t>> ranks;
+      for (const json& value : *progress) {
+        std::optional<ReportProgress> entry = ReadProgress(value);
+        if (!entry || !ranks.emplace(entry->communicator, entry->rank).second) {
+          return std::nullopt;
+        }
+        report.progress.push_back(std::move(*entry));
+      }
+    }
     return report;
   } catch (const std::exception&) {
     return std::nullopt;
   }
 }
 
+std::map<int, TrainingReport> DecodeTrainingReports(const std::map<int, std::string>& reports) {
+  std::map<int, TrainingReport> decoded;
+  for (const auto& [rank, text] : reports) {
+    if (std::optional<TrainingReport> report = DecodeTrainingReport(text); rank >= 0 && report) {
+      decoded.emplace(rank, std::move(*report));
+    }
+  }
+  return decoded;
+}
+
 std::optional<contract::TrainingSummary> CompareTrainingReports(
     const std::map<int, std::string>& reports) {
+  return CompareTrainingReports(DecodeTrainingReports(reports));
+}
+
+std::optional<contract::TrainingSummary> CompareTrainingReports(
+    const std::map<int, TrainingReport>& reports) {
   struct Reporting {
     double timed_bytes = 0;
     std::vector<std::pair<int, double>> ranks;  // rank, its bus bandwidth
   };
   std::map<std::pair<std::string, std::string>, Reporting> cells;
-  for (const auto& [rank, text] : reports) {
-    const std::optional<TrainingReport> report = DecodeTrainingReport(text);
-    if (rank < 0 || !report) {
+  for (const auto& [rank, report] : reports) {
+    if (rank < 0) {
       continue;
     }
-    for (const ReportCell& cell : report->cells) {
+    for (const ReportCell& cell : report.cells) {
       if (cell.timed_bytes <= 0) {
         continue;
       }

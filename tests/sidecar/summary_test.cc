@@ -25,6 +25,16 @@ Summary FullSummary() {
                                      .ranks_reporting = 4,
                                      .slowest_rank = 2,
                                      .slowest_rank_bus_bandwidth = 9.5e10};
+  summary.stall = StallSummary{.collective = "all_reduce",
+                               .bytes = 67108864,
+                               .sequence = 18342,
+                               .communicator = "0x9f3c5a00000000e1",
+                               .missing_ranks = {2, 5},
+                               .missing_rank_count = 2,
+                               .missing_pods = {1},
+                               .waiting_ranks = 6,
+                               .waited_seconds = 95,
+                               .attempt = 1};
   return summary;
 }
 
@@ -44,7 +54,33 @@ TEST(SummaryTest, WritesTheDocumentedMemberNames) {
       "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)",
       "training": {"collective": "all_reduce", "size": "64MiB", "busBandwidthBytesPerSecond": 1.1e11,
                    "ranksReporting": 4, "slowestRank": 2,
-                   "slowestRankBusBandwidthBytesPerSecond": 9.5e10}})js"));
+                   "slowestRankBusBandwidthBytesPerSecond": 9.5e10},
+      "stall": {"collective": "all_reduce", "bytes": 67108864, "sequence": 18342,
+                "communicator": "0x9f3c5a00000000e1", "missingRanks": [2, 5],
+                "missingRankCount": 2, "missingPods": [1], "waitingRanks": 6,
+                "waitedSeconds": 95, "attempt": 1}})js"));
+}
+
+// The stall member as written in summary.h's comment reads into exactly these values, and the
+// one without an op (every waiting rank went past it) leaves collective and bytes unset.
+TEST(SummaryTest, ReadsTheDocumentedStallMember) {
+  const std::optional<Summary> parsed = SummaryFromJson(R"js({"backend": "nccl", "preflight": "Passed",
+      "stall": {"collective": "all_reduce", "bytes": 67108864, "sequence": 18342,
+                "communicator": "0x9f3c5a00000000e1", "missingRanks": [2, 5], "missingRankCount": 2,
+                "missingPods": [1], "waitingRanks": 6, "waitedSeconds": 95, "attempt": 1}})js");
+  ASSERT_TRUE(parsed.has_value());
+  EXPECT_EQ(parsed->stall, FullSummary().stall);
+  const std::optional<Summary> no_op = SummaryFromJson(R"js({"backend": "nccl", "preflight": "",
+      "stall": {"sequence": 1, "communicator": "0x0000000000000000", "missingRanks": [0],
+                "missingRankCount": 40, "missingPods": [0], "waitingRanks": 1, "waitedSeconds": 0,
+                "attempt": 0}})js");
+  ASSERT_TRUE(no_op.has_value());
+  ASSERT_TRUE(no_op->stall.has_value());
+  EXPECT_FALSE(no_op->stall->collective.has_value());
+  EXPECT_FALSE(no_op->stall->bytes.has_value());
+  EXPECT_EQ(no_op->stall->missing_rank_count, 40);
+  EXPECT_EQ(CommunicatorHex(0x9f3c5a00000000e1ULL), "0x9f3c5a00000000e1");
+  EXPECT_EQ(CommunicatorHex(1), "0x0000000000000001");
 }
 
 TEST(SummaryTest, OmitsOptionalMembersThatAreUnset) {
@@ -142,6 +178,24 @@ TEST(SummaryTest, RefusesEachBadMemberNamingIt) {
           "busBandwidthBytesPerSecond": 1, "ranksReporting": 2, "slowestRank": 1,
           "slowestRankBusBandwidthBytesPerSecond": "fast"}})",
        "training.slowestRankBusBandwidthBytesPerSecond: must be a finite number >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "stall": []})", "stall: must be an object"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"collective": "all_reduce", "sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.collective and stall.bytes: must come together"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"collective": "", "bytes": 1, "sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.collective: must be a string of 1 to 32 bytes"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"collective": "all_reduce", "bytes": -1, "sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.bytes: must be an integer >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 0, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.sequence: must be an integer >= 1"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.sequence: must be an integer >= 1, got nothing"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000AB", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.communicator: must be"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0xab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.communicator: must be"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingRanks: must be a list of 1 to 32"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [3, 1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingRanks: must be a list"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [-1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingRanks: must be a list"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1, 2], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingRankCount: must be an integer >= the 2 missingRanks"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1, 1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingPods: must be a list"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 0, "waitedSeconds": 12, "attempt": 0}})", "stall.waitingRanks: must be an integer >= 1"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 1.5, "attempt": 0}})", "stall.waitedSeconds: must be an integer >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 18446744073709551615, "attempt": 0}})", "stall.waitedSeconds: must be an integer >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [1], "missingRankCount": 1, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12}})", "stall.attempt: must be an integer >= 0, got nothing"},
+      {R"({"backend": "nccl", "preflight": "", "stall": {"sequence": 7, "communicator": "0x00000000000000ab", "missingRanks": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32], "missingRankCount": 33, "missingPods": [1], "waitingRanks": 3, "waitedSeconds": 12, "attempt": 0}})", "stall.missingRanks: must be a list of 1 to 32"},
       {R"(["nccl"])", "summary must be a JSON object"},
       {R"("nccl")", "summary must be a JSON object"},
       {R"({"backend": "nccl", "preflight": "")", "summary is not valid JSON"},

@@ -2,8 +2,8 @@
 // and the built libnccl-profiler-ringleader.so driven in this process through the ncclProfiler ABI
 // as NCCL drives it, sending to the sidecar's socket. The plugin is in place before /healthz
 // answers, the trainers' calls, bytes and bandwidth reach /metrics exactly, rank 0's /summary
-// names the rank whose kernels took longest, and bad bytes on the socket are counted while the
-// sidecar stays up.
+// names the rank whose kernels took longest and a rank that never entered a collective, and bad
+// bytes on the socket are counted while the sidecar stays up.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -345,6 +345,103 @@ TEST(SidecarTelemetryTest, RankZerosSummaryNamesTheRankWhoseKernelsTookLongest) 
   for (int rank = 0; rank < 2; ++rank) {
     world.process(rank).Signal(SIGTERM);
   }
+  for (const auto& [rank, exit] : world.WaitAll(seconds(15))) {
+    ASSERT_TRUE(exit.has_value()) << world.AllLogs();
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << world.AllLogs();
+  }
+}
+
+// Starts one all_reduce of kCount float32 elements on `context`, as NCCL does when it launches the
+// kernel; `finish` stops its kernel channel (the collective completes) or leaves it running.
+void StartAllReduce(const abi::ProfilerV5& v5, void* context, std::uint64_t sequence, bool finish) {
+  abi::EventDescrV5 coll{};
+  coll.type = abi::kEventColl;
+  coll.coll = {sequence, "AllReduce", nullptr, nullptr, kCount, 0, "ncclFloat32", 1, 4, "RING", "LL", nullptr};
+  void* op = nullptr;
+  ASSERT_EQ(v5.startEvent(context, &op, &coll), abi::kSuccess);
+  ASSERT_NE(op, nullptr);
+  abi::EventDescrV5 channel{};
+  channel.type = abi::kEventKernelCh;
+  channel.parentObj = op;
+  channel.kernelCh = {0, 1'000'000'000};
+  void* kernel = nullptr;
+  ASSERT_EQ(v5.startEvent(context, &kernel, &channel), abi::kSuccess);
+  ASSERT_EQ(v5.stopEvent(op), abi::kSuccess);
+  if (finish) {
+    abi::EventStateArgs stop{};
+    stop.kernelCh.pTimer = 1'000'100'000;
+    ASSERT_EQ(v5.recordEventState(kernel, abi::kStateKernelChStop, &stop), abi::kSuccess);
+    ASSERT_EQ(v5.stopEvent(kernel), abi::kSuccess);
+  }
+}
+
+// Polls rank 0's /summary until `done(summary)` holds; the last summary either way.
+nlohmann::json SummaryUntil(SidecarWorld& world, const std::function<bool(const nlohmann::json&)>& done) {
+  nlohmann::json summary;
+  const auto deadline = std::chrono::steady_clock::now() + seconds(30);
+  while (std::chrono::steady_clock::now() < deadline && world.process(0).Running()) {
+    if (const auto reply = HttpGet(Base(world, 0) + "/summary", milliseconds(1000)); reply && reply->status == 200) {
+      summary = nlohmann::json::parse(reply->body);
+      if (done(summary)) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  return summary;
+}
+
+// Both ranks of a 2-rank communicator run in one trainer process of Pod rank 0, as two GPUs of one
+// Pod do: rank 0 enters all_reduce #3, rank 1 stays at #2. Once rank 1's own snapshots have shown
+// it behind for stallSeconds (1 here), /summary names it and the gauge says 1; when it enters #3,
+// both clear.
+TEST(SidecarTelemetryTest, RankZerosSummaryNamesTheRankThatNeverEnteredACollectiveUntilItDoes) {
+  SidecarWorld world({.world_size = 1, .mode = "run",
+                      .env = {{"RINGLEADER_MONITOR_ENABLED", "false"},
+                              {"RINGLEADER_PROFILER_INTERVAL_MS", "200"},
+                              {"RINGLEADER_STALL_SECONDS", "1"}}});
+  world.StartAll();
+  ASSERT_TRUE(WaitForHealthz(world, 0)) << world.AllLogs();
+  const auto plugin = LoadPlugin();
+  ASSERT_NE(plugin, nullptr);
+  ::setenv("RINGLEADER_PROFILER_SOCKET", world.profiler_socket(0).c_str(), 1);
+  ::setenv("RINGLEADER_PROFILER_INTERVAL_MS", "200", 1);
+  const abi::ProfilerV5& v5 = plugin->v5();
+  constexpr std::uint64_t kHash = 0x5ca1ab1e00c0ffeeULL;
+  void* ranks[2] = {nullptr, nullptr};
+  int mask = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(v5.init(&ranks[rank], kHash, &mask, "world", 1, 2, rank, nullptr), abi::kSuccess);
+  }
+  for (std::uint64_t sequence = 0; sequence < 2; ++sequence) {
+    StartAllReduce(v5, ranks[0], sequence, true);
+    StartAllReduce(v5, ranks[1], sequence, true);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  StartAllReduce(v5, ranks[0], 2, false);  // rank 0 waits inside #3; rank 1 never comes
+
+  const nlohmann::json stalled = SummaryUntil(world, [](const nlohmann::json& s) { return s.contains("stall"); });
+  ASSERT_TRUE(stalled.contains("stall")) << stalled.dump() << "\n" << world.AllLogs();
+  EXPECT_GE(std::chrono::steady_clock::now() - started, seconds(1));
+  EXPECT_EQ(stalled["stall"], nlohmann::json::parse(R"({"collective": "all_reduce", "bytes": 1048576,
+      "sequence": 3, "communicator": "0x5ca1ab1e00c0ffee", "missingRanks": [1], "missingRankCount": 1,
+      "missingPods": [0], "waitingRanks": 1, "waitedSeconds": )" +
+      std::to_string(stalled["stall"].value("waitedSeconds", -1)) + R"(, "attempt": 0})"));
+  EXPECT_GE(stalled["stall"].value("waitedSeconds", -1), 1);
+  const std::string gauge = R"(ringleader_training_stalled{rank="0"})";
+  EXPECT_EQ(Value(ScrapeUntil(world, 0, [&](const std::string& b) { return Value(b, gauge) == 1.0; }), gauge), 1.0);
+  EXPECT_TRUE(world.WaitForLog(0, "stalled: 1 communicator rank(s) (1; Pod rank(s) 0) never entered all_reduce #3",
+                               milliseconds(5000)))
+      << world.AllLogs();
+
+  StartAllReduce(v5, ranks[1], 2, true);  // rank 1 catches up
+  const nlohmann::json cleared = SummaryUntil(world, [](const nlohmann::json& s) { return !s.contains("stall"); });
+  EXPECT_FALSE(cleared.contains("stall")) << cleared.dump();
+  EXPECT_EQ(Value(ScrapeUntil(world, 0, [&](const std::string& b) { return Value(b, gauge) == 0.0; }), gauge), 0.0);
+  for (void* context : ranks) {
+    ASSERT_EQ(v5.finalize(context), abi::kSuccess);
+  }
+  world.process(0).Signal(SIGTERM);
   for (const auto& [rank, exit] : world.WaitAll(seconds(15))) {
     ASSERT_TRUE(exit.has_value()) << world.AllLogs();
     EXPECT_TRUE(exit->exited() && exit->exit_code == 0) << world.AllLogs();

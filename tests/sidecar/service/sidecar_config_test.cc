@@ -265,6 +265,13 @@ TEST(SidecarConfigTest, TheProfilerSettingsDefaultToThePodsPathsAndFollowTheRunD
   EXPECT_EQ(set.profiler_interval, std::chrono::milliseconds(250));
 }
 
+TEST(SidecarConfigTest, StallSecondsDefaultsTo120AndIsReadFromTheOperatorsVariable) {
+  EXPECT_EQ(Parse(OperatorEnv()).stall_seconds, std::chrono::seconds(120));
+  EXPECT_EQ(Parse(With(OperatorEnv(), "RINGLEADER_STALL_SECONDS", "10")).stall_seconds,
+            std::chrono::seconds(10));
+  EXPECT_EQ(Parse(OperatorEnv(), {"--stall-seconds", "86400"}).stall_seconds, std::chrono::seconds(86400));
+}
+
 TEST(SidecarConfigTest, OnlyFalseTurnsTelemetryOffAsTheContractSays) {
   EXPECT_FALSE(Parse(With(OperatorEnv(), "RINGLEADER_TELEMETRY_ENABLED", "false")).telemetry_enabled);
   for (const char* on : {"true", "yes", "1", "False"}) {
@@ -364,6 +371,9 @@ TEST(SidecarConfigTest, EveryBadValueIsNamedWithItsVariableOrFlag) {
        "9 is not between 10 and 600000"},
       {"RINGLEADER_PROFILER_INTERVAL_MS", "--profiler-interval-ms", "5s",
        "\"5s\" is not an integer"},
+      {"RINGLEADER_STALL_SECONDS", "--stall-seconds", "0", "0 is not between 1 and 86400"},
+      {"RINGLEADER_STALL_SECONDS", "--stall-seconds", "86401", "86401 is not between 1 and 86400"},
+      {"RINGLEADER_STALL_SECONDS", "--stall-seconds", "2m", "\"2m\" is not an integer"},
   };
   for (const BadValue& bad : cases) {
     EXPECT_EQ(ErrorFor(With(OperatorEnv(), bad.name, bad.value)), bad.name + ": " + bad.message);
@@ -530,6 +540,7 @@ TEST(SidecarConfigTest, HelpListsEveryFlagWithItsVariable) {
       {"--profiler-socket", "RINGLEADER_PROFILER_SOCKET"},
       {"--profiler-plugin-dir", "RINGLEADER_PROFILER_PLUGIN_DIR"},
       {"--profiler-interval-ms", "RINGLEADER_PROFILER_INTERVAL_MS"},
+      {"--stall-seconds", "RINGLEADER_STALL_SECONDS"},
   };
   for (const auto& [flag, name] : pairs) {
     const std::size_t line_start = usage.find("  " + flag + " ");

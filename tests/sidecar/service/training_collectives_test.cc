@@ -418,5 +418,85 @@ TEST_F(TrainingCollectivesTest, ThePodsReportSumsTimedBytesAndWeighsTheProcesses
   EXPECT_DOUBLE_EQ(BusBandwidth(SeriesLabels("1", "all_reduce", "1MiB")).value_or(0), 10.0 * kMiB / 0.006);
 }
 
+TEST_F(TrainingCollectivesTest, TheReportCarriesEachConnectedRanksProgressAsOfItsLatestSnapshot) {
+  const Process a{.pid = 1, .start = 1, .local_rank = 0};
+  const Process b{.pid = 2, .start = 1, .local_rank = 1};
+  profiler::Communicator comm_a = MakeComm(7, 2, {AllReduce1MiB(5, 1000)}, /*rank=*/0);
+  comm_a.info.progress = {.collectives_started = 5,
+                          .collectives_completed = 4,
+                          .last_started_op = Op::kAllReduce,
+                          .last_started_bytes = kMiB,
+                          .last_started_unix_ns = 1'500'999'999};
+  profiler::Snapshot snapshot_a = MakeSnapshot(a, 1, {comm_a});
+  snapshot_a.header.unix_time_ns = 2'000'000'000;
+  training_.OnSnapshot(1, snapshot_a);
+  // b: rank 1 of the same communicator, nothing started yet, and a finalized one, which says
+  // nothing more about progress.
+  profiler::Communicator finalized = MakeComm(9, 2, {}, /*rank=*/1);
+  finalized.info.finalized = true;
+  finalized.info.progress.collectives_started = 3;
+  finalized.info.progress.collectives_completed = 3;
+  finalized.info.progress.last_started_op = Op::kBroadcast;
+  profiler::Snapshot snapshot_b = MakeSnapshot(b, 1, {MakeComm(7, 2, {}, /*rank=*/1), finalized});
+  snapshot_b.header.unix_time_ns = 2'100'000'000;
+  training_.OnSnapshot(2, snapshot_b);
+
+  ReportProgress expected_a;
+  expected_a.communicator = 7;
+  expected_a.rank = 0;
+  expected_a.ranks = 2;
+  expected_a.started = 5;
+  expected_a.completed = 4;
+  expected_a.last_collective = "all_reduce";
+  expected_a.last_bytes = kMiB;
+  expected_a.last_started_unix_ms = 1500;
+  expected_a.as_of_unix_ms = 2000;
+  ReportProgress expected_b;
+  expected_b.communicator = 7;
+  expected_b.rank = 1;
+  expected_b.ranks = 2;
+  expected_b.as_of_unix_ms = 2100;
+  EXPECT_EQ(training_.Report().progress, (std::vector<ReportProgress>{expected_a, expected_b}));
+
+  // A newer snapshot moves the progress and its time; a closed process's progress goes with it
+  // (its counters stay remembered for a reconnect, its communicators are gone).
+  comm_a.info.progress.collectives_started = 6;
+  comm_a.info.progress.collectives_completed = 6;
+  snapshot_a = MakeSnapshot(a, 2, {comm_a});
+  snapshot_a.header.unix_time_ns = 7'000'000'000;
+  training_.OnSnapshot(1, snapshot_a);
+  training_.OnConnectionClosed(2);
+  const TrainingReport report = training_.Report();
+  ASSERT_EQ(report.progress.size(), 1u);
+  EXPECT_EQ(report.progress[0].started, 6u);
+  EXPECT_EQ(report.progress[0].completed, 6u);
+  EXPECT_EQ(report.progress[0].as_of_unix_ms, 7000u);
+  // What the report carries, its rank 0 reads back whole.
+  const auto decoded = DecodeTrainingReport(EncodeTrainingReport(report));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(decoded->progress, report.progress);
+}
+
+TEST(TrainingCollectivesStallTest, OnlyRankZeroExportsTheStalledGauge) {
+  prometheus::Registry zero_registry;
+  TrainingCollectives zero(zero_registry, /*rank=*/0);
+  const auto stalled = [&zero_registry] {
+    const auto series = testing::SeriesByLabels(zero_registry, "ringleader_training_stalled");
+    return series && series->contains(Labels{{"rank", "0"}})
+               ? std::optional<double>(series->at(Labels{{"rank", "0"}}).gauge.value)
+               : std::nullopt;
+  };
+  EXPECT_EQ(stalled(), 0.0);
+  zero.SetStalled(true);
+  EXPECT_EQ(stalled(), 1.0);
+  zero.SetStalled(false);
+  EXPECT_EQ(stalled(), 0.0);
+
+  prometheus::Registry other_registry;
+  TrainingCollectives other(other_registry, /*rank=*/3);
+  other.SetStalled(true);
+  EXPECT_FALSE(testing::FindFamily(other_registry, "ringleader_training_stalled").has_value());
+}
+
 }  // namespace
 }  // namespace ringleader::sidecar

@@ -1,9 +1,10 @@
 // Rank reports of the trainers' collectives and rank 0's comparison: the busiest cell, the
-// median, the slowest rank, and reports that are missing or bad.
+// median, the slowest rank, the collective progress entries, and reports that are missing or bad.
 #include "sidecar/service/training_report.h"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 
@@ -11,7 +12,9 @@ namespace ringleader::sidecar {
 namespace {
 
 std::string Report(std::vector<ReportCell> cells) {
-  return EncodeTrainingReport(TrainingReport{std::move(cells)});
+  TrainingReport report;
+  report.cells = std::move(cells);
+  return EncodeTrainingReport(report);
 }
 
 // The `size` label of 2^exponent bytes, exponent below 40.
@@ -27,7 +30,8 @@ ReportCell Cell(const std::string& collective, const std::string& size, double t
 
 TEST(TrainingReportTest, RoundTripsAndKeysByRank) {
   const TrainingReport report{{Cell("all_reduce", "64MiB", 1e12, 1.1e11),
-                               Cell("all_gather", "1MiB", 5e9, 3e10)}};
+                               Cell("all_gather", "1MiB", 5e9, 3e10)},
+                              {}};
   const auto decoded = DecodeTrainingReport(EncodeTrainingReport(report));
   ASSERT_TRUE(decoded.has_value());
   EXPECT_EQ(*decoded, report);
@@ -77,6 +81,114 @@ TEST(TrainingReportTest, BadReportsDoNotDecode) {
             SizeLabel(static_cast<int>(i)) + R"(","timedBytes":1,"busBandwidthBytesPerSecond":2})";
   }
   EXPECT_FALSE(DecodeTrainingReport(many + "]}").has_value());
+}
+
+ReportProgress Progress(std::uint64_t communicator, std::uint32_t rank, std::uint64_t started,
+                        std::uint64_t as_of_unix_ms) {
+  ReportProgress progress;
+  progress.communicator = communicator;
+  progress.rank = rank;
+  progress.ranks = 8;
+  progress.started = started;
+  progress.completed = started == 0 ? 0 : started - 1;
+  if (started > 0) {
+    progress.last_collective = "all_reduce";
+    progress.last_bytes = 64 << 20;
+    progress.last_started_unix_ms = as_of_unix_ms - 100;
+  }
+  progress.as_of_unix_ms = as_of_unix_ms;
+  return progress;
+}
+
+TEST(TrainingReportTest, ProgressRoundTripsAndReadsTheDocumentedForm) {
+  TrainingReport report;
+  report.progress = {Progress(0x9f3c00000000beefULL, 2, 18341, 1767225604000),
+                     Progress(0x9f3c00000000beefULL, 3, 0, 1767225604000)};
+  const auto decoded = DecodeTrainingReport(EncodeTrainingReport(report));
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_EQ(*decoded, report);
+  // Written by hand from training_report.h's comment; the second rank started nothing yet.
+  const auto golden = DecodeTrainingReport(R"({"cells":[],"progress":[
+      {"communicator":"0x9f3c00000000beef","rank":2,"ranks":8,"started":18341,"completed":18340,
+       "lastCollective":"all_reduce","lastBytes":67108864,"lastStartedUnixMs":1767225603900,
+       "asOfUnixMs":1767225604000},
+      {"communicator":"0x9f3c00000000beef","rank":3,"ranks":8,"started":0,"completed":0,
+       "lastStartedUnixMs":0,"asOfUnixMs":1767225604000}]})");
+  ASSERT_TRUE(golden.has_value());
+  EXPECT_EQ(*golden, report);
+  // A report without progress, as cells alone, still reads.
+  const auto cells_only = DecodeTrainingReport(
+      R"({"cells":[{"collective":"all_reduce","size":"1MiB","timedBytes":1,"busBandwidthBytesPerSecond":2}]})");
+  ASSERT_TRUE(cells_only.has_value());
+  EXPECT_TRUE(cells_only->progress.empty());
+}
+
+TEST(TrainingReportTest, ProgressKeepsTheLowestEntriesWithinTheBoundAndTheLatestOfADuplicate) {
+  TrainingReport report;
+  // The largest numbers each field can hold, so the byte bound is tested at its worst.
+  for (std::uint32_t i = 0; i < kMaxReportProgress + 20; ++i) {
+    ReportProgress progress = Progress(~std::uint64_t{0} - i, 4'294'967'294U, ~std::uint64_t{0},
+                                       ~std::uint64_t{0});
+    progress.ranks = 4'294'967'295U;
+    progress.last_collective = "reduce_scatter";
+    progress.last_bytes = ~std::uint64_t{0};
+    progress.last_started_unix_ms = ~std::uint64_t{0};
+    report.progress.push_back(progress);
+  }
+  for (int i = 0; i < static_cast<int>(kMaxReportCells); ++i) {
+    report.cells.push_back(Cell("reduce_scatter", SizeLabel(i), 1e300, 1e300));
+  }
+  // The same communicator rank twice: the later snapshot is kept, wherever it stands.
+  report.progress.push_back(Progress(1, 0, 5, 2000));
+  report.progress.push_back(Progress(1, 0, 6, 3000));
+  report.progress.push_back(Progress(1, 0, 4, 1000));
+  const std::string text = EncodeTrainingReport(report);
+  EXPECT_LE(text.size(), kMaxReportBytes);
+  const auto decoded = DecodeTrainingReport(text);
+  ASSERT_TRUE(decoded.has_value());
+  ASSERT_EQ(decoded->progress.size(), kMaxReportProgress);
+  EXPECT_EQ(decoded->progress.front(), Progress(1, 0, 6, 3000));
+  EXPECT_EQ(decoded->progress.back().communicator, ~std::uint64_t{0} - (kMaxReportProgress + 20 - 1) +
+                                                       (kMaxReportProgress - 2));
+}
+
+TEST(TrainingReportTest, BadProgressDoesNotDecode) {
+  const std::string good =
+      R"({"communicator":"0x00000000000000ff","rank":1,"ranks":2,"started":3,"completed":3,)"
+      R"("lastCollective":"broadcast","lastBytes":8,"lastStartedUnixMs":10,"asOfUnixMs":20})";
+  const auto with = [](const std::string& entries) { return R"({"cells":[],"progress":[)" + entries + "]}"; };
+  ASSERT_TRUE(DecodeTrainingReport(with(good)).has_value());
+  const auto replaced = [&good](const std::string& from, const std::string& to) {
+    std::string entry = good;
+    entry.replace(entry.find(from), from.size(), to);
+    return entry;
+  };
+  for (const std::string& bad : {
+           std::string(R"({"cells":[],"progress":{}})"),
+           with("1"),
+           with(good + "," + good),                                            // one rank twice
+           with(replaced(R"("rank":1)", R"("rank":2)")),                        // not below ranks
+           with(replaced(R"("ranks":2)", R"("ranks":0)")),
+           with(replaced(R"("completed":3)", R"("completed":4)")),              // above started
+           with(replaced(R"("lastCollective":"broadcast")", R"("lastCollective":"send")")),  // p2p
+           with(replaced(R"("lastCollective":"broadcast")", R"("lastCollective":"bcast")")),
+           with(replaced(R"("lastCollective":"broadcast",)", "")),              // started, no op
+           with(replaced(R"("started":3,"completed":3)", R"("started":0,"completed":0)")),  // op, none started
+           with(replaced("0x00000000000000ff", "0x00000000000000FF")),
+           with(replaced("0x00000000000000ff", "0xff")),
+           with(replaced("0x00000000000000ff", "00000000000000000ff")),
+           with(replaced(R"("asOfUnixMs":20)", R"("asOfUnixMs":-20)")),
+           with(replaced(R"("lastBytes":8)", R"("lastBytes":8.5)")),
+       }) {
+    EXPECT_FALSE(DecodeTrainingReport(bad).has_value()) << bad;
+  }
+  std::string many;
+  for (std::size_t i = 0; i <= kMaxReportProgress; ++i) {
+    char hash[19];
+    std::snprintf(hash, sizeof(hash), "0x%016zx", i);
+    many += (i == 0 ? "" : ",") + replaced("0x00000000000000ff", hash);
+  }
+  EXPECT_FALSE(DecodeTrainingReport(with(many)).has_value());
 }
 
 TEST(TrainingReportTest, PicksTheCellWithTheMostTimedBytesOverAllRanks) {
@@ -143,7 +255,7 @@ TEST(TrainingReportTest, BadAndMissingReportsAreSkipped) {
   EXPECT_EQ(summary->ranks_reporting, 2);
   EXPECT_EQ(summary->slowest_rank, 4);
   EXPECT_EQ(summary->bus_bandwidth, 30);
-  EXPECT_FALSE(CompareTrainingReports({}).has_value());
+  EXPECT_FALSE(CompareTrainingReports(std::map<int, std::string>{}).has_value());
   EXPECT_FALSE(CompareTrainingReports({{0, "garbage"}, {1, Report({})}}).has_value());
 }
 
