@@ -134,20 +134,32 @@ class Trainer {
         LetPeersHearTheOutcome();
         return config_.injected_exit->code;
       }
+      if (config_.StallsAtStep(step)) {
+        // The others enter this step's all-reduce and wait in it; this rank never comes.
+        std::fprintf(stderr, "ringleader-example-trainer: %s: stalling at step %d: not entering its all-reduce (--stall-at-step); waiting until stopped\n",
+                     RankName(config_).c_str(), step);
+        std::fflush(stderr);
+        for (;;) {
+          std::this_thread::sleep_for(std::chrono::hours(1));
+        }
+      }
       const GradientShare share = ComputeGradientShare(shard, config_.samples, parameters);
       std::vector<float> send(kParameters + 1);
       std::transform(share.gradient.begin(), share.gradient.end(), send.begin(),
                      [](double value) { return static_cast<float>(value); });
       send[kParameters] = static_cast<float>(share.loss);
       buffers->WriteSend(send);
+      // NCCL starts a collective's event when the rank launches it, before its peers need have
+      // come, and its kernel's times once it ran: so does the stand-in, around Gloo's call.
+      const ProfilerStandIn::Entered entered =
+          stand_in_ ? stand_in_->EnterAllReduce(kParameters + 1) : ProfilerStandIn::Entered{};
       const std::uint64_t started_unix_ns = UnixNowNs();
       const auto started = std::chrono::steady_clock::now();
       Communicate("the gradient all-reduce of step " + std::to_string(step), [&] {
         comm_->Run(collectives::Collective::kAllReduce, *buffers, kParameters + 1);
       });
       if (stand_in_) {
-        stand_in_->ReportAllReduce(kParameters + 1, started_unix_ns,
-                                   std::chrono::steady_clock::now() - started);
+        stand_in_->FinishAllReduce(entered, started_unix_ns, std::chrono::steady_clock::now() - started);
       }
       buffers->ReadRecv(reduced);
       for (std::size_t i = 0; i < kParameters; ++i) {

@@ -110,23 +110,31 @@ ProfilerStandIn::~ProfilerStandIn() {
   }
 }
 
-void ProfilerStandIn::ReportAllReduce(std::size_t count, std::uint64_t start_unix_ns,
+ProfilerStandIn::Entered ProfilerStandIn::EnterAllReduce(std::size_t count) {
+  return v5_ != nullptr ? Enter<abi::EventDescrV5>(*v5_, count) : Enter<abi::EventDescrV4>(*v4_, count);
+}
+
+void ProfilerStandIn::FinishAllReduce(const Entered& entered, std::uint64_t start_unix_ns,
                                       std::chrono::nanoseconds duration) {
   const double scaled = static_cast<double>(duration.count()) * time_factor_;
   const auto reported = static_cast<std::uint64_t>(std::clamp(std::round(scaled), 1.0, kMaxReportedNs));
   if (v5_ != nullptr) {
-    Report<abi::EventDescrV5>(*v5_, count, start_unix_ns, start_unix_ns + reported);
+    Finish<abi::EventDescrV5>(*v5_, entered, start_unix_ns, start_unix_ns + reported);
   } else {
-    Report<abi::EventDescrV4>(*v4_, count, start_unix_ns, start_unix_ns + reported);
+    Finish<abi::EventDescrV4>(*v4_, entered, start_unix_ns, start_unix_ns + reported);
   }
 }
 
+void ProfilerStandIn::ReportAllReduce(std::size_t count, std::uint64_t start_unix_ns,
+                                      std::chrono::nanoseconds duration) {
+  FinishAllReduce(EnterAllReduce(count), start_unix_ns, duration);
+}
+
 template <typename Descr, typename Profiler>
-void ProfilerStandIn::Report(const Profiler& profiler, std::size_t count, std::uint64_t start_ns,
-                             std::uint64_t stop_ns) {
-  // NCCL reports only the event types init activated; a kernel channel belongs to its collective.
+ProfilerStandIn::Entered ProfilerStandIn::Enter(const Profiler& profiler, std::size_t count) {
+  // NCCL reports only the event types init activated.
   if ((activation_mask_ & static_cast<int>(abi::kEventColl)) == 0) {
-    return;
+    return {};
   }
   decltype(Descr::coll) coll{};
   coll.seqNumber = sequence_++;
@@ -144,10 +152,17 @@ void ProfilerStandIn::Report(const Profiler& profiler, std::size_t count, std::u
   void* coll_handle = nullptr;
   profiler.startEvent(context_, &coll_handle, &descr);
   if (coll_handle == nullptr) {
-    return;
+    return {};
   }
   profiler.stopEvent(coll_handle);  // NCCL stops a collective once it is enqueued
-  if ((activation_mask_ & static_cast<int>(abi::kEventKernelCh)) == 0) {
+  return Entered{coll_handle};
+}
+
+template <typename Descr, typename Profiler>
+void ProfilerStandIn::Finish(const Profiler& profiler, const Entered& entered,
+                             std::uint64_t start_ns, std::uint64_t stop_ns) {
+  // A kernel channel belongs to its collective.
+  if (entered.coll == nullptr || (activation_mask_ & static_cast<int>(abi::kEventKernelCh)) == 0) {
     return;
   }
   for (int channel = 0; channel < kChannels; ++channel) {
@@ -156,7 +171,7 @@ void ProfilerStandIn::Report(const Profiler& profiler, std::size_t count, std::u
     kernel_channel.pTimer = start_ns;
     Descr channel_descr{};
     channel_descr.type = abi::kEventKernelCh;
-    channel_descr.parentObj = coll_handle;
+    channel_descr.parentObj = entered.coll;
     channel_descr.rank = rank_;
     channel_descr.kernelCh = kernel_channel;
     void* handle = nullptr;

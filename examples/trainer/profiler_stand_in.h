@@ -57,10 +57,23 @@ class ProfilerStandIn {
   ProfilerStandIn(const ProfilerStandIn&) = delete;
   ProfilerStandIn& operator=(const ProfilerStandIn&) = delete;
 
-  // Reports one all-reduce of `count` float32 elements per rank that ran on the wall clock from
-  // `start_unix_ns` for `duration`, after the fact: the coll event, its stop (NCCL stops a
-  // collective once it is enqueued), then each kernel channel with GPU start and stop timer
-  // values from the call's real time (times time_factor; at least 1 ns).
+  // An all-reduce this rank entered and has not finished (its coll event; null when the plugin
+  // took none, or did not activate coll events).
+  struct Entered {
+    void* coll = nullptr;
+  };
+
+  // Reports that this rank enters an all-reduce of `count` float32 elements per rank, before
+  // the call, as NCCL does when it launches the collective (whether or not its peers have come):
+  // the coll event and its stop (NCCL stops a collective once it is enqueued). The plugin counts
+  // it started now, so a rank whose peers never join shows as waiting in it.
+  Entered EnterAllReduce(std::size_t count);
+  // After the call that ran on the wall clock from `start_unix_ns` for `duration`: each kernel
+  // channel with GPU start and stop timer values from that real time (times time_factor; at
+  // least 1 ns), which completes the collective.
+  void FinishAllReduce(const Entered& entered, std::uint64_t start_unix_ns,
+                       std::chrono::nanoseconds duration);
+  // Both at once, after the fact.
   void ReportAllReduce(std::size_t count, std::uint64_t start_unix_ns,
                        std::chrono::nanoseconds duration);
 
@@ -73,7 +86,9 @@ class ProfilerStandIn {
   ProfilerStandIn(std::unique_ptr<profiler::PluginLibrary> library, const StandInOptions& options);
   // Sends one collective's events through whichever version was found.
   template <typename Descr, typename Profiler>
-  void Report(const Profiler& profiler, std::size_t count, std::uint64_t start_ns,
+  Entered Enter(const Profiler& profiler, std::size_t count);
+  template <typename Descr, typename Profiler>
+  void Finish(const Profiler& profiler, const Entered& entered, std::uint64_t start_ns,
               std::uint64_t stop_ns);
 
   std::unique_ptr<profiler::PluginLibrary> library_;  // destroyed after the finalize

@@ -104,6 +104,11 @@ bool TrainerConfig::ExitsAtStep(int step) const {
          (!injected_exit->attempt.has_value() || injected_exit->attempt == attempt);
 }
 
+bool TrainerConfig::StallsAtStep(int step) const {
+  return injected_stall.has_value() && injected_stall->step == step && injected_stall->rank == rank &&
+         (!injected_stall->attempt.has_value() || injected_stall->attempt == attempt);
+}
+
 std::chrono::seconds TrainerConfig::LingerAfterTraining() const {
   return rank == 0 ? std::chrono::seconds(0) : linger_after_training;
 }
@@ -118,6 +123,9 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
   TrainerConfig config;
   std::optional<int> fail_rank;
   std::optional<int> fail_attempt;
+  std::optional<int> stall_step;
+  std::optional<int> stall_rank;
+  std::optional<int> stall_attempt;
   bool stand_in = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
@@ -148,6 +156,12 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
       fail_rank = ParseInteger<int>(flag, value, 0, 65'535);
     } else if (flag == "--fail-attempt") {
       fail_attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
+    } else if (flag == "--stall-at-step") {
+      stall_step = ParseInteger<int>(flag, value, 1, 100'000'000);
+    } else if (flag == "--stall-rank") {
+      stall_rank = ParseInteger<int>(flag, value, 0, 65'535);
+    } else if (flag == "--stall-attempt") {
+      stall_attempt = ParseInteger<int>(flag, value, 0, 1'000'000);
     } else if (flag == "--profiler-stand-in") {
       if (value != "on" && value != "off") {
         throw ConfigError(flag + ": " + Quoted(value) + " is not on or off");
@@ -175,6 +189,24 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
     config.injected_exit->attempt = fail_attempt;
   }
 
+  if (stall_step.has_value() != stall_rank.has_value()) {
+    throw ConfigError("--stall-at-step and --stall-rank go together: the step and the one rank "
+                      "that never enters its all-reduce");
+  }
+  if (stall_attempt && !stall_step) {
+    throw ConfigError("--stall-attempt narrows --stall-at-step, which is not given");
+  }
+  if (stall_attempt && !config.attempt) {
+    throw ConfigError("--stall-attempt needs --attempt N, the attempt this run belongs to");
+  }
+  if (stall_step) {
+    if (*stall_step > config.steps) {
+      throw ConfigError("--stall-at-step: step " + std::to_string(*stall_step) + " is past --steps " +
+                        std::to_string(config.steps));
+    }
+    config.injected_stall = InjectedStall{.step = *stall_step, .rank = *stall_rank, .attempt = stall_attempt};
+  }
+
   config.master_addr = Require(lookup, env::kMasterAddr);
   config.master_port = ParseInteger<std::uint16_t>(env::kMasterPort, Require(lookup, env::kMasterPort),
                                                    1, std::numeric_limits<std::uint16_t>::max());
@@ -184,6 +216,10 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
     throw ConfigError(std::string(env::kRank) + ": " + std::to_string(config.rank) +
                       " is not below " + std::string(env::kWorldSize) + " " +
                       std::to_string(config.world_size));
+  }
+  if (config.injected_stall && config.injected_stall->rank >= config.world_size) {
+    throw ConfigError("--stall-rank: " + std::to_string(config.injected_stall->rank) + " is not below " +
+                      std::string(env::kWorldSize) + " " + std::to_string(config.world_size));
   }
   if (config.samples < static_cast<std::uint64_t>(config.world_size)) {
     throw ConfigError("--samples: " + std::to_string(config.samples) + " is fewer than " +

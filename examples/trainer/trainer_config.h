@@ -29,6 +29,15 @@ struct InjectedExit {
   std::optional<int> attempt;  // --fail-attempt; unset: every attempt
 };
 
+// A deliberate stall for tests of stall detection: when step `step` begins, rank `rank` stops
+// and never enters that step's all-reduce (it waits until it is stopped), while the other ranks
+// enter it and wait for it; in one attempt or all.
+struct InjectedStall {
+  int step = 1;
+  int rank = 0;
+  std::optional<int> attempt;  // --stall-attempt; unset: every attempt
+};
+
 // A test aid: the collectives rank `rank` reports to the profiler plugin take `factor` times
 // their real time (--stand-in-slowdown RANK:FACTOR), so a test can make that rank the slowest.
 struct StandInSlowdown {
@@ -54,6 +63,7 @@ struct TrainerConfig {
   // The attempt this run belongs to (--attempt, e.g. from the Pod's ringleader.dev/attempt label).
   std::optional<int> attempt;
   std::optional<InjectedExit> injected_exit;
+  std::optional<InjectedStall> injected_stall;
   // A test aid for successPolicy RankZero: ranks other than 0 wait this long after their last
   // step before exiting 0, as workers that do not know training is over (rank 0 never waits).
   std::chrono::seconds linger_after_training{0};
@@ -68,6 +78,8 @@ struct TrainerConfig {
 
   // Whether this rank exits deliberately when `step` begins.
   bool ExitsAtStep(int step) const;
+  // Whether this rank stops before `step`'s all-reduce, never to enter it.
+  bool StallsAtStep(int step) const;
   // How long this rank waits after training before it exits: linger_after_training but on rank 0.
   std::chrono::seconds LingerAfterTraining() const;
   // The factor this rank's reported collective times are multiplied by: 1 but on the slowed rank.
@@ -85,6 +97,8 @@ inline constexpr std::string_view kTrainerUsage =
     "                                  [--timeout-seconds S] [--step-delay-ms MS]\n"
     "                                  [--exit-code-at-step STEP:CODE [--fail-rank R]\n"
     "                                   [--fail-attempt A --attempt N]]\n"
+    "                                  [--stall-at-step STEP --stall-rank R\n"
+    "                                   [--stall-attempt A --attempt N]]\n"
     "                                  [--profiler-stand-in on|off]\n"
     "                                  [--stand-in-slowdown RANK:FACTOR]\n"
     "                                  [--linger-after-training-seconds S]\n"
@@ -93,6 +107,8 @@ inline constexpr std::string_view kTrainerUsage =
     "would (a stand-in: this trainer has no NCCL). --stand-in-slowdown, a test aid, multiplies\n"
     "the collective times rank RANK reports by FACTOR (1 to 1000000). With\n"
     "--linger-after-training-seconds, every rank but rank 0 waits S seconds after training\n"
-    "before it exits 0 (a test aid for successPolicy RankZero)\n";
+    "before it exits 0 (a test aid for successPolicy RankZero). With --stall-at-step, rank R\n"
+    "never enters step STEP's all-reduce and waits until it is stopped, while the others enter it\n"
+    "(a test aid for stall detection; --step-delay-ms idles every rank between collectives)\n";
 
 }  // namespace ringleader::examples

@@ -229,5 +229,52 @@ TEST(ProfilerStandInTest, TheBuiltPluginRecordsTheReportedCallsBytesAndTime) {
   EXPECT_GT(cell.busbw_gbps, 0);
 }
 
+// A rank that enters an all-reduce is counted as having started it before the call returns, as
+// NCCL counts a launched collective; finishing it reports its kernel and completes it.
+TEST(ProfilerStandInTest, EnteringAnAllReduceReportsItsStartBeforeTheCallAndFinishingCompletesIt) {
+  FakePlugin fake(kCollAndChannels, abi::kSuccess);
+  CapturedLines log;
+  auto stand_in = ProfilerStandIn::Start(Options(RINGLEADER_FAKE_PROFILER_V4_PATH), log.Log());
+  ASSERT_NE(stand_in, nullptr);
+  const ProfilerStandIn::Entered entered = stand_in->EnterAllReduce(10);
+  EXPECT_NE(entered.coll, nullptr);
+  EXPECT_THAT(fake.Trace(), ::testing::EndsWith("parent=null context=context\nstop coll\n"));
+  stand_in->FinishAllReduce(entered, 1'000'000, std::chrono::nanoseconds(300));
+  EXPECT_THAT(fake.Trace(), ::testing::EndsWith("stop coll\n"
+                                                "start kernelCh channel=0 pTimer=1000000 rank=1 parent=coll context=context\n"
+                                                "state kernelCh 22 pTimer=1000300\n"
+                                                "stop kernelCh\n"));
+}
+
+TEST(ProfilerStandInTest, TheBuiltPluginCountsAnEnteredAllReduceStartedAndAFinishedOneCompleted) {
+  profiler::testing::TempDir dir;
+  const std::string socket = dir.path() + "/profiler.sock";
+  profiler::testing::SnapshotServer server(socket);
+  ASSERT_EQ(setenv("RINGLEADER_PROFILER_SOCKET", socket.c_str(), 1), 0);
+  ASSERT_EQ(setenv("RINGLEADER_PROFILER_INTERVAL_MS", "20", 1), 0);
+  CapturedLines log;
+  auto stand_in = ProfilerStandIn::Start(Options(profiler::testing::BuiltPluginPath()), log.Log());
+  ASSERT_NE(stand_in, nullptr) << ::testing::PrintToString(log.lines);
+  const profiler::testing::CommunicatorKey key{42, 1};
+  const auto progress_is = [&](std::uint64_t started, std::uint64_t completed) {
+    return server.WaitFor([&](const profiler::testing::Received& received) {
+      const auto it = received.latest.find(key);
+      return it != received.latest.end() && it->second.info.progress.collectives_started == started &&
+             it->second.info.progress.collectives_completed == completed;
+    });
+  };
+  stand_in->ReportAllReduce(10, UnixNowNs(), std::chrono::microseconds(100));
+  const ProfilerStandIn::Entered entered = stand_in->EnterAllReduce(10);
+  EXPECT_TRUE(progress_is(2, 1)) << "the second all-reduce is entered, not finished";
+  stand_in->FinishAllReduce(entered, UnixNowNs(), std::chrono::microseconds(100));
+  EXPECT_TRUE(progress_is(2, 2));
+  const profiler::CollectiveProgress progress = server.Get().latest.at(key).info.progress;
+  EXPECT_EQ(progress.last_started_op, profiler::Op::kAllReduce);
+  EXPECT_EQ(progress.last_started_bytes, 40u);
+  stand_in.reset();
+  unsetenv("RINGLEADER_PROFILER_SOCKET");
+  unsetenv("RINGLEADER_PROFILER_INTERVAL_MS");
+}
+
 }  // namespace
 }  // namespace ringleader::examples

@@ -111,6 +111,45 @@ TEST(TrainerConfigTest, NamesMalformedInjectedExits) {
               HasSubstr("--fail-attempt needs --attempt N"));
 }
 
+TEST(TrainerConfigTest, ReadsAnInjectedStallOfOneRankNarrowedToAnAttempt) {
+  TrainerConfig config = Parse(GoodEnv(), {"--stall-at-step", "5", "--stall-rank", "2", "--stall-attempt", "0",
+                                           "--attempt", "0"});
+  ASSERT_TRUE(config.injected_stall.has_value());
+  EXPECT_EQ(config.injected_stall->step, 5);
+  EXPECT_EQ(config.injected_stall->rank, 2);
+  EXPECT_EQ(config.injected_stall->attempt, 0);
+  config.rank = 2;
+  EXPECT_FALSE(config.StallsAtStep(4));
+  EXPECT_TRUE(config.StallsAtStep(5));
+  EXPECT_FALSE(config.StallsAtStep(6));
+  config.attempt = 1;
+  EXPECT_FALSE(config.StallsAtStep(5)) << "another attempt";
+  config.attempt = 0;
+  config.rank = 3;
+  EXPECT_FALSE(config.StallsAtStep(5)) << "another rank";
+  // Without --stall-attempt the rank stalls in every attempt; without the flags, never.
+  auto env = GoodEnv();
+  env["RANK"] = "1";
+  EXPECT_TRUE(Parse(env, {"--stall-at-step", "1", "--stall-rank", "1"}).StallsAtStep(1));
+  EXPECT_FALSE(Parse(env).StallsAtStep(1));
+  EXPECT_FALSE(Parse(env).injected_stall.has_value());
+}
+
+TEST(TrainerConfigTest, NamesMalformedInjectedStalls) {
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-at-step", "5"}), HasSubstr("--stall-at-step and --stall-rank go together"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-rank", "1"}), HasSubstr("--stall-at-step and --stall-rank go together"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-at-step", "0", "--stall-rank", "1"}),
+              HasSubstr("--stall-at-step: \"0\" is not an integer in [1, 100000000]"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-at-step", "2", "--stall-rank", "-1"}), HasSubstr("--stall-rank: \"-1\""));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-at-step", "2", "--stall-rank", "4"}),
+              HasSubstr("--stall-rank: 4 is not below WORLD_SIZE 4"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--steps", "3", "--stall-at-step", "4", "--stall-rank", "1"}),
+              HasSubstr("--stall-at-step: step 4 is past --steps 3"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-attempt", "0"}), HasSubstr("--stall-at-step, which is not given"));
+  EXPECT_THAT(ErrorOf(GoodEnv(), {"--stall-at-step", "2", "--stall-rank", "1", "--stall-attempt", "0"}),
+              HasSubstr("--stall-attempt needs --attempt N"));
+}
+
 TEST(TrainerConfigTest, DrivesTheProfilerPluginNcclWouldLoadUnlessTurnedOff) {
   auto env = GoodEnv();
   EXPECT_FALSE(Parse(env).profiler_plugin.has_value());

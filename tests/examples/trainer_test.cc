@@ -363,6 +363,53 @@ TEST(TrainerProfilerTest, ReportsEveryGradientAllReduceToTheBuiltPlugin) {
   EXPECT_LT(by_rank[1].busbw_gbps, by_rank[0].busbw_gbps);
 }
 
+// --stall-at-step: rank 1 never enters step 3's all-reduce and waits, alive, while ranks 0 and 2
+// enter it and wait in it; the plugin's progress says so (ranks 0 and 2 started 3 collectives and
+// completed 2, rank 1 started and completed 2), which is what the sidecars' stall detection reads.
+TEST(TrainerProfilerTest, AStalledRankNeverEntersTheAllReduceItsPeersWaitIn) {
+  const profiler::testing::TempDir dir;
+  const std::string socket = dir.path() + "/profiler.sock";
+  profiler::testing::SnapshotServer server(socket);
+  const std::string plugin = profiler::testing::BuiltPluginPath();
+  TrainerWorld world(3, {"--steps", "10", "--timeout-seconds", "60", "--stall-at-step", "3", "--stall-rank", "1"},
+                     [&](int, std::map<std::string, std::string>& env) {
+                       env["NCCL_PROFILER_PLUGIN"] = plugin;
+                       env["RINGLEADER_PROFILER_SOCKET"] = socket;
+                       env["RINGLEADER_PROFILER_INTERVAL_MS"] = "50";
+                     });
+  const auto progress_by_rank = [](const profiler::testing::Received& received) {
+    std::map<std::uint32_t, profiler::CollectiveProgress> progress;
+    for (const auto& [key, comm] : received.latest) {
+      progress[comm.info.rank] = comm.info.progress;
+    }
+    return progress;
+  };
+  const auto stalled = [&](const profiler::testing::Received& received) {
+    const auto progress = progress_by_rank(received);
+    return progress.size() == 3 && progress.at(0).collectives_started == 3 &&
+           progress.at(2).collectives_started == 3 && progress.at(1).collectives_started == 2;
+  };
+  ASSERT_TRUE(server.WaitFor(stalled, std::chrono::seconds(30)))
+      << world.Log(0) << world.Log(1) << world.Log(2);
+  EXPECT_TRUE(world.WaitForLog(1, "rank 1 of 3: stalling at step 3: not entering its all-reduce (--stall-at-step)",
+                               Clock::now() + std::chrono::seconds(5)))
+      << world.Log(1);
+  // A second later nothing has moved: the waiting ranks are inside #3, rank 1 is past #2.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto progress = progress_by_rank(server.Get());
+  ASSERT_EQ(progress.size(), 3u);
+  for (const std::uint32_t waiting : {0u, 2u}) {
+    EXPECT_EQ(progress.at(waiting).collectives_started, 3u) << "rank " << waiting;
+    EXPECT_EQ(progress.at(waiting).collectives_completed, 2u) << "rank " << waiting;
+  }
+  EXPECT_EQ(progress.at(1).collectives_started, 2u);
+  EXPECT_EQ(progress.at(1).collectives_completed, 2u);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_TRUE(world.rank(r).Running()) << "rank " << r << ":\n" << world.Log(r);
+  }
+  EXPECT_THAT(world.Log(0), ::testing::Not(HasSubstr("step 3/10")));
+}
+
 // NCCL_PROFILER_PLUGIN naming a file that is not there costs a log line, not the run.
 TEST(TrainerProfilerTest, AMissingPluginFileDoesNotStopTraining) {
   const profiler::testing::TempDir dir;
