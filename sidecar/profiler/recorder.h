@@ -127,9 +127,6 @@ class Recorder {
     int final_attempts = 0;          // sender thread only: snapshots it was finalized in
     CollectiveProgress last_progress;  // sender thread only: the last consistent read
     StartedProgress started;
-    // Written by whichever thread completes a collective (often NCCL's proxy thread): its own
-    // cache line, so it does not bounce the starting thread's.
-    alignas(64) std::atomic<std::uint64_t> collectives_completed{0};
     // Set while free, before the state turns live. Every default is zero, so the tables sit in
     // .bss: they cost address space, not file size or memory until used.
     std::uint64_t comm_hash = 0;
@@ -138,6 +135,10 @@ class Recorder {
     std::uint32_t nnodes = 0;
     std::uint8_t name_bytes = 0;
     std::array<char, kMaxNameBytes> name{};
+    // Written by whichever thread completes an op (often NCCL's proxy thread), on cache lines
+    // apart from the ones the starting thread writes (started) or reads (nranks), so that the
+    // two threads do not pass a line back and forth per collective.
+    alignas(64) std::atomic<std::uint64_t> collectives_completed{0};
     std::array<CellSlot, kMaxCellsPerCommunicator> cells{};
   };
 

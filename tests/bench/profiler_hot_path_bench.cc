@@ -4,14 +4,23 @@
 // (KernelChStop) and stopEvent, then stopEvent (coll), which completes the op into its cell.
 // The target (issue 18) is at most 200 ns per collective. The sidecar is absent (its socket path
 // does not exist), so the background thread only drops snapshots, once a second.
+//
+// BM_CollectiveHandedToProxyThread splits the same work as NCCL 2.28 does: the user's thread
+// starts and stops the collective, NCCL's proxy thread starts and stops its kernel channels, so
+// the op's slot and its communicator's cells and progress move between two cores.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sidecar/profiler/nccl_profiler_abi.h"
@@ -81,11 +90,133 @@ void BM_CollectiveWithKernelChannels(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
   plugin.finalize(context);
 }
+// NCCL 2.28's split, measured without the scheduler's noise: the user's thread starts and stops a
+// batch of 64 collectives (as many as NCCL keeps in flight for a communicator here), then the
+// proxy thread, pinned to another CPU, starts and stops their kernel channels, which completes
+// them. Each side times only its own work, so the waits between batches, and a core lent to
+// another process meanwhile, are left out; the counters are ns per collective on each thread.
+// With proxy_thread 0 the same batches run on one thread: the difference is the hand-off.
+void PinToCpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+double ElapsedNs(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - since).count();
+}
+
+void BM_CollectiveHandedToProxyThread(benchmark::State& state) {
+  constexpr std::size_t kBatch = 64;
+  const abi::ProfilerV5& plugin = Plugin();
+  const auto channels = static_cast<std::uint8_t>(state.range(0));
+  const bool proxy_thread = state.range(1) != 0;
+  void* context = Communicator(0xBE7D0000ULL + static_cast<std::uint64_t>(channels));
+  abi::EventDescrV5 coll{};
+  coll.type = abi::kEventColl;
+  coll.coll.func = "AllReduce";
+  coll.coll.datatype = "ncclBfloat16";
+  coll.coll.count = 1 << 20;
+  coll.coll.nChannels = channels;
+  coll.coll.algo = "RING";
+  coll.coll.proto = "SIMPLE";
+  std::vector<void*> ops(kBatch);
+  std::uint64_t gpu_clock = 1'000'000'000;
+  // The proxy's work on one batch: every op's kernel channels, started, stop time, stopped.
+  const auto run_channels = [&] {
+    abi::EventDescrV5 channel{};
+    channel.type = abi::kEventKernelCh;
+    abi::EventStateArgs stop{};
+    std::vector<void*> handles(channels);
+    for (void* op : ops) {
+      channel.parentObj = op;
+      for (std::uint8_t j = 0; j < channels; ++j) {
+        channel.kernelCh = {j, gpu_clock + j};
+        plugin.startEvent(context, &handles[j], &channel);
+      }
+      for (std::uint8_t j = 0; j < channels; ++j) {
+        stop.kernelCh.pTimer = gpu_clock + 20'000 + j;
+        plugin.recordEventState(handles[j], abi::kStateKernelChStop, &stop);
+        plugin.stopEvent(handles[j]);
+      }
+      gpu_clock += 50'000;
+    }
+  };
+  cpu_set_t before;
+  pthread_getaffinity_np(pthread_self(), sizeof(before), &before);
+  std::atomic<std::uint64_t> posted{0};
+  std::atomic<std::uint64_t> done{0};
+  std::atomic<bool> quit{false};
+  double proxy_batch_ns = 0;  // written by the proxy before `done`, read after it
+  std::thread proxy;
+  if (proxy_thread) {
+    PinToCpu(0);
+    proxy = std::thread([&] {
+      PinToCpu(1);
+      for (std::uint64_t round = 1;; ++round) {
+        while (posted.load(std::memory_order_acquire) < round) {
+          if (quit.load(std::memory_order_acquire)) {
+            return;
+          }
+          std::this_thread::yield();
+        }
+        const auto start = std::chrono::steady_clock::now();
+        run_channels();
+        proxy_batch_ns = ElapsedNs(start);
+        done.store(round, std::memory_order_release);
+      }
+    });
+  }
+  double user_ns = 0;
+  double proxy_ns = 0;
+  std::uint64_t round = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    for (void*& op : ops) {
+      plugin.startEvent(context, &op, &coll);
+      plugin.stopEvent(op);  // at enqueue, before the kernel runs
+    }
+    const double user_batch_ns = ElapsedNs(start);
+    double channels_batch_ns = 0;
+    if (proxy_thread) {
+      posted.store(++round, std::memory_order_release);
+      while (done.load(std::memory_order_acquire) < round) {
+        std::this_thread::yield();
+      }
+      channels_batch_ns = proxy_batch_ns;
+    } else {
+      const auto channels_start = std::chrono::steady_clock::now();
+      run_channels();
+      channels_batch_ns = ElapsedNs(channels_start);
+    }
+    state.SetIterationTime((user_batch_ns + channels_batch_ns) / 1e9);
+    user_ns += user_batch_ns;
+    proxy_ns += channels_batch_ns;
+  }
+  if (proxy_thread) {
+    quit.store(true, std::memory_order_release);
+    proxy.join();
+    pthread_setaffinity_np(pthread_self(), sizeof(before), &before);
+  }
+  const double collectives = static_cast<double>(state.iterations() * kBatch);
+  state.SetItemsProcessed(static_cast<std::int64_t>(collectives));
+  state.counters["user_thread_ns"] = user_ns / collectives;
+  state.counters["proxy_thread_ns"] = proxy_ns / collectives;
+  state.counters["total_ns"] = (user_ns + proxy_ns) / collectives;
+  plugin.finalize(context);
+}
+
 // 1 channel is the issue's yardstick; NCCL runs small messages on few channels and large ones on
 // up to 32 (one event triple each).
 BENCHMARK(BM_CollectiveWithKernelChannels)->Arg(0)->Arg(1)->Arg(2)->Arg(8)->Arg(32);
 // Two threads, two communicators: what they share is the op table's claim cursor.
 BENCHMARK(BM_CollectiveWithKernelChannels)->Arg(1)->Threads(2);
+// Time and CPU columns are per batch of 64; read the counters.
+BENCHMARK(BM_CollectiveHandedToProxyThread)
+    ->ArgNames({"channels", "proxy_thread"})
+    ->ArgsProduct({{1, 8}, {0, 1}})
+    ->UseManualTime();
 
 }  // namespace
 
