@@ -187,6 +187,18 @@ SuccessPolicy ParseSuccessPolicy(const Reader& policy) {
   return SuccessPolicy::kAllRanks;
 }
 
+StallAction ParseStallAction(const Reader& telemetry) {
+  std::string name = "Report";
+  telemetry.String("onStall", &name);
+  if (name == "Restart") {
+    return StallAction::kRestart;
+  }
+  if (name != "Report") {
+    telemetry.Fail("onStall", "must be one of Report, Restart, got \"" + name + "\"");
+  }
+  return StallAction::kReport;
+}
+
 FailureAction ParseAction(const Reader& rule) {
   std::string name;
   rule.String("action", &name);
@@ -356,7 +368,10 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   monitor.Bool("enabled", &mon.enabled);
   monitor.Int("intervalSeconds", &mon.interval_seconds);
   monitor.Quantity("messageBytes", &mon.message_bytes);
-  comm.Object("telemetry").Bool("enabled", &out.communication.telemetry.enabled);
+  const Reader telemetry = comm.Object("telemetry");
+  telemetry.Bool("enabled", &out.communication.telemetry.enabled);
+  telemetry.Int("stallSeconds", &out.communication.telemetry.stall_seconds);
+  out.communication.telemetry.on_stall = ParseStallAction(telemetry);
 
   const Reader policy = spec.Object("runPolicy");
   policy.Int("backoffLimit", &out.run_policy.backoff_limit);
@@ -539,6 +554,10 @@ std::string_view FailureActionName(FailureAction action) {
 
 std::string_view SuccessPolicyName(SuccessPolicy policy) {
   return policy == SuccessPolicy::kRankZero ? "RankZero" : "AllRanks";
+}
+
+std::string_view StallActionName(StallAction action) {
+  return action == StallAction::kRestart ? "Restart" : "Report";
 }
 
 std::string_view SchedulingProviderName(SchedulingProvider provider) {
@@ -805,7 +824,10 @@ json TrainingJob::ToJson() const {
   monitor["enabled"] = mon.enabled;
   monitor["intervalSeconds"] = mon.interval_seconds;
   monitor["messageBytes"] = QuantityJson(monitor.value("messageBytes", json()), mon.message_bytes);
-  ObjectAt(comm, "telemetry")["enabled"] = spec.communication.telemetry.enabled;
+  json& telemetry = ObjectAt(comm, "telemetry");
+  telemetry["enabled"] = spec.communication.telemetry.enabled;
+  telemetry["stallSeconds"] = spec.communication.telemetry.stall_seconds;
+  telemetry["onStall"] = StallActionName(spec.communication.telemetry.on_stall);
 
   json& policy = ObjectAt(spec_json, "runPolicy");
   policy["backoffLimit"] = spec.run_policy.backoff_limit;

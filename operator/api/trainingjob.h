@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "operator/api/field_error.h"
+#include "sidecar/contract/summary.h"
 
 namespace ringleader::api {
 
@@ -43,9 +44,19 @@ struct MonitorSpec {
   std::int64_t message_bytes = 16 << 20;     // quantity, bytes
 };
 
+// spec.communication.telemetry.onStall: what a stalled collective does to the job.
+enum class StallAction {
+  kReport,   // the Stalled condition and a Warning Event; the job keeps running
+  kRestart,  // also a gang restart, counted against backoffLimit like a failed Pod's
+};
+
 // The trainers' own collectives, timed by the NCCL profiler plugin the sidecar hands them.
 struct TelemetrySpec {
   bool enabled = true;
+  // How long some ranks of a communicator wait in a collective that others never entered before
+  // rank 0's sidecar names a stall (RINGLEADER_STALL_SECONDS); 10 to 86400.
+  std::int64_t stall_seconds = 120;
+  StallAction on_stall = StallAction::kReport;
 };
 
 struct CommunicationSpec {
@@ -229,6 +240,9 @@ struct CommunicationStatus {
   std::string slowest_rank;            // e.g. "3", empty when unknown
   std::string transport;               // the preflight's, e.g. "NET/IB (mlx5_0:1, GDRDMA)"
   std::optional<TrainingCommunicationStatus> training;
+  // The rank-0 sidecar's stall, as /summary's `stall` member says it. Not written to
+  // status.communication: the planner turns it into the Stalled condition (operator/planner).
+  std::optional<contract::StallSummary> stall{};
   bool operator==(const CommunicationStatus&) const = default;
 };
 
@@ -302,6 +316,7 @@ std::string_view FailureActionName(FailureAction action);
 std::string_view SuccessPolicyName(SuccessPolicy policy);
 std::string_view ExitCodeOperatorName(ExitCodeOperator op);
 std::string_view SchedulingProviderName(SchedulingProvider provider);
+std::string_view StallActionName(StallAction action);  // "Report", "Restart"
 
 // RFC 3339 with second precision, as the Kubernetes API writes timestamps.
 std::string FormatTime(Time time);

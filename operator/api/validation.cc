@@ -248,6 +248,13 @@ void CheckCommunication(const TrainingJobSpec& spec, Checker& check) {
   const std::string monitor = "spec.communication.monitor.";
   check.Range(monitor + "intervalSeconds", mon.interval_seconds, 5, 86400);
   check.Range(monitor + "messageBytes", mon.message_bytes, kMinMessageBytes, kMaxMonitorBytes);
+  // Below 10 s a rank-0-only pause (logging, a small checkpoint) would pass for a stall.
+  check.Range("spec.communication.telemetry.stallSeconds", comm.telemetry.stall_seconds, 10, 86400);
+  if (comm.telemetry.on_stall == StallAction::kRestart && !comm.telemetry.enabled) {
+    check.Add("spec.communication.telemetry.onStall",
+              "Restart needs spec.communication.telemetry.enabled true (without the profiler "
+              "plugin nothing detects a stall)");
+  }
 }
 
 // A Kubernetes qualified name, as a Pod condition type is: [prefix/]name.

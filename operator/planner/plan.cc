@@ -563,6 +563,9 @@ class Planner {
   }
 
   void FinishedJob() {
+    if (next_.IsTrue(kStalled)) {
+      SetCondition(next_, kStalled, false, "JobFinished", "the job finished", now_, job_.metadata.generation);
+    }
     bool pods_hold_ports = false;
     // A succeeded job's Pod whose trainers are done (rank 0's under RankZero) is left to finish
     // by itself, its logs kept: only its sidecar is left, and the kubelet stops that.
@@ -709,6 +712,10 @@ class Planner {
     }
     if (DeadlinePassed()) {
       return;
+    }
+    if (UpdateStall()) {
+      CountReplicas();
+      return;  // onStall: Restart restarted the gang, or failed the job past backoffLimit
     }
     if (next_.next_restart_time.has_value() && now_ < *next_.next_restart_time) {
       Requeue(std::chrono::duration_cast<seconds>(*next_.next_restart_time - now_));
@@ -944,6 +951,22 @@ class Planner {
                                        std::to_string(limit) + " restarts used");
       return;
     }
+    std::string reason = "PodFailed";
+    std::string not_counted_because;
+    if (!counted) {
+      const Verdict& ignored = verdicts.front();
+      reason = ignored.disruption ? "PodDisrupted" : "IgnoreRule";
+      not_counted_because = ignored.rule.empty() ? ignored.matched : ignored.rule + " matched " + ignored.matched;
+    }
+    RestartGang(reason, what, counted, not_counted_because, preflight);
+  }
+
+  // Ends the current attempt: its Pods go (but the evidence kept for kubectl logs), the next
+  // attempt waits out its backoff, and the restart is announced with `reason` leading `what`.
+  // `preflight`: the restart is a preflight's failure, whose PreflightPassed=False stands.
+  void RestartGang(const std::string& reason, const std::string& what, bool counted,
+                   const std::string& not_counted_because, bool preflight) {
+    const std::int64_t limit = job_.spec.run_policy.backoff_limit;
     next_.restarts += 1;
     next_.counted_restarts += counted ? 1 : 0;
     // The ended attempt's failed rank joins the kept Pods; the oldest beyond the bound goes.
@@ -961,16 +984,12 @@ class Planner {
     } else {
       next_.next_restart_time.reset();
     }
-    std::string reason = "PodFailed";
     std::string terms;
     if (counted) {
       terms = "restart " + std::to_string(next_.counted_restarts) + " of " + std::to_string(limit);
     } else {
-      const Verdict& ignored = verdicts.front();
-      reason = ignored.disruption ? "PodDisrupted" : "IgnoreRule";
-      terms = "not counted against backoffLimit: " +
-              (ignored.rule.empty() ? ignored.matched : ignored.rule + " matched " + ignored.matched) +
-              "; " + std::to_string(next_.counted_restarts) + " of " + std::to_string(limit) + " restarts used";
+      terms = "not counted against backoffLimit: " + not_counted_because + "; " +
+              std::to_string(next_.counted_restarts) + " of " + std::to_string(limit) + " restarts used";
     }
     std::string message = what + "; restarting all " + std::to_string(job_.spec.replicas) + " pods";
     if (delay > seconds(0)) {
@@ -997,6 +1016,87 @@ class Planner {
                    "the new attempt has not passed its preflight yet", now_,
                    job_.metadata.generation);
     }
+    if (next_.IsTrue(kStalled)) {
+      SetCondition(next_, kStalled, false, "Restarting",
+                   "the gang is restarting; the new attempt has not stalled", now_, job_.metadata.generation);
+    }
+  }
+
+  // The rank-0 sidecar's stall of the current attempt, if its last summary has one (a summary
+  // kept from an earlier attempt says nothing about this one).
+  const contract::StallSummary* CurrentStall() const {
+    if (!observed_.summary.has_value() || !observed_.summary->stall.has_value() ||
+        observed_.summary->stall->attempt != next_.restarts) {
+      return nullptr;
+    }
+    return &*observed_.summary->stall;
+  }
+
+  // "rank 2 (pod demo-2)" or "ranks 2, 5 and 3 more (pods demo-0, demo-1)": the stall's missing
+  // communicator ranks and the Pods they run in.
+  std::string DescribeMissing(const contract::StallSummary& stall) const {
+    std::string ranks;
+    for (const int rank : stall.missing_ranks) {
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    const int unlisted = stall.missing_rank_count - static_cast<int>(stall.missing_ranks.size());
+    if (unlisted > 0) {
+      ranks += " and " + std::to_string(unlisted) + " more";
+    }
+    std::string pods;
+    for (const int pod : stall.missing_pods) {
+      pods += (pods.empty() ? "" : ", ") + PodName(job_, pod, next_.restarts);
+    }
+    return (stall.missing_rank_count == 1 ? "rank " : "ranks ") + ranks +
+           (stall.missing_pods.size() == 1 ? " (pod " : " (pods ") + pods + ")";
+  }
+
+  // What the stall is, without how long it has lasted: the same words for as long as it lasts.
+  std::string StallIdentity(const contract::StallSummary& stall) const {
+    std::string collective = stall.collective.value_or("collective") + " #" + std::to_string(stall.sequence);
+    if (stall.bytes.has_value()) {
+      collective += " (" + std::to_string(*stall.bytes) + " bytes)";
+    }
+    return DescribeMissing(stall) + " never entered " + collective + " on communicator " + stall.communicator;
+  }
+
+  // The Stalled condition from the current attempt's stall, announced once per stall; with
+  // onStall: Restart, a gang restart counted against backoffLimit. True when it restarted the
+  // gang or failed the job (the pass ends there).
+  bool UpdateStall() {
+    const contract::StallSummary* stall = CurrentStall();
+    if (stall == nullptr) {
+      if (next_.IsTrue(kStalled)) {
+        SetCondition(next_, kStalled, false, "StallEnded",
+                     "the missing ranks entered the collective; no rank waits for another", now_,
+                     job_.metadata.generation);
+      }
+      return false;
+    }
+    const std::string identity = StallIdentity(*stall);
+    const api::Condition* before = next_.FindCondition(kStalled);
+    // The message keeps the wait as first reported, so status is not rewritten on every read.
+    if (before == nullptr || before->status != "True" || !before->message.starts_with(identity + ":")) {
+      const std::int64_t waiting = stall->waiting_ranks;
+      const std::string message = identity + ": " + std::to_string(waiting) +
+                                  (waiting == 1 ? " rank entered it and has" : " ranks entered it and have") +
+                                  " waited " + std::to_string(stall->waited_seconds) + " s";
+      SetCondition(next_, kStalled, true, kCollectiveStalled, message, now_, job_.metadata.generation);
+      Event("Warning", kCollectiveStalled, message);
+    }
+    if (job_.spec.communication.telemetry.on_stall != api::StallAction::kRestart) {
+      return false;
+    }
+    const std::string what = next_.FindCondition(kStalled)->message +
+                             " (spec.communication.telemetry.onStall is Restart)";
+    const std::int64_t limit = job_.spec.run_policy.backoff_limit;
+    if (next_.counted_restarts >= limit) {
+      Fail("BackoffLimitExceeded", what + "; " + std::to_string(next_.counted_restarts) + " of " +
+                                       std::to_string(limit) + " restarts used");
+      return true;
+    }
+    RestartGang(std::string(kCollectiveStalled), what, /*counted=*/true, "", /*preflight=*/false);
+    return true;
   }
 
   void Fail(std::string_view reason, const std::string& message) {
@@ -1117,6 +1217,7 @@ class Planner {
   Plan Finish() {
     if (observed_.summary.has_value()) {
       next_.communication = observed_.summary;
+      next_.communication->stall.reset();  // the Stalled condition carries it
     }
     next_.state = DeriveState(next_);
     if (next_ != job_.status) {

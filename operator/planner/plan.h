@@ -112,6 +112,12 @@ inline constexpr std::string_view kPreflightPassed = "PreflightPassed";
 // the job's gang-scheduling provider is not installed (reason kSchedulerNotInstalled).
 inline constexpr std::string_view kScheduled = "Scheduled";
 inline constexpr std::string_view kSchedulerNotInstalled = "SchedulerNotInstalled";
+// True while rank 0's sidecar reports, for the current attempt, ranks that never entered a
+// collective the others have waited in for spec.communication.telemetry.stallSeconds (reason
+// kCollectiveStalled, with a Warning Event of the same words once per stall); False once they
+// entered it (StallEnded), the gang restarted (Restarting) or the job finished (JobFinished).
+inline constexpr std::string_view kStalled = "Stalled";
+inline constexpr std::string_view kCollectiveStalled = "CollectiveStalled";
 
 // The Pod condition Kubernetes sets on a Pod it preempts, evicts or drains.
 inline constexpr std::string_view kDisruptionTarget = "DisruptionTarget";

@@ -188,6 +188,9 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
   const bool telemetry = job.spec.communication.telemetry.enabled;
   env_list.push_back(EnvVar(env::kTelemetryEnabled, telemetry ? "true" : "false"));
   if (telemetry) {
+    // Rank 0's sidecar names a stall after this long (sidecar/service/training_stall.h).
+    env_list.push_back(
+        EnvVar(env::kStallSeconds, std::to_string(job.spec.communication.telemetry.stall_seconds)));
     // Filled by the sidecar before its startup probe passes, so before any trainer starts. The
     // directory is spelled out, as the run dir is, for a kubelet that maps mount paths in env.
     env_list.push_back(EnvVar(env::kProfilerPluginDir, std::string(contract::path::kProfilerPluginDir)));

@@ -105,6 +105,7 @@ std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summar
     status.slowest_rank = std::to_string(*summary.slowest_rank);
   }
   status.transport = summary.transport;
+  status.stall = summary.stall;  // for the planner's Stalled condition, not status
   if (summary.training) {
     status.training = ToTrainingStatus(*summary.training, problem);
     if (!status.training) {

@@ -79,6 +79,8 @@ void ExpectSameSpec(const TrainingJobSpec& actual, const TrainingJobSpec& expect
   EXPECT_EQ(a.monitor.interval_seconds, e.monitor.interval_seconds);
   EXPECT_EQ(a.monitor.message_bytes, e.monitor.message_bytes);
   EXPECT_EQ(a.telemetry.enabled, e.telemetry.enabled);
+  EXPECT_EQ(a.telemetry.stall_seconds, e.telemetry.stall_seconds);
+  EXPECT_EQ(a.telemetry.on_stall, e.telemetry.on_stall);
   EXPECT_EQ(actual.run_policy.backoff_limit, expected.run_policy.backoff_limit);
   EXPECT_EQ(actual.run_policy.active_deadline_seconds, expected.run_policy.active_deadline_seconds);
   EXPECT_EQ(actual.run_policy.ttl_seconds_after_finished,
@@ -126,6 +128,8 @@ TEST(TrainingJobFromJsonTest, StructDefaultsMatchTheCrdSchemaDefaults) {
   ASSERT_TRUE(comm["preflight"].contains("minBytes")) << defaulted.dump(2);
   ASSERT_TRUE(comm["monitor"].contains("messageBytes")) << defaulted.dump(2);
   ASSERT_TRUE(comm["telemetry"].contains("enabled")) << defaulted.dump(2);
+  ASSERT_TRUE(comm["telemetry"].contains("stallSeconds")) << defaulted.dump(2);
+  ASSERT_EQ(comm["telemetry"]["onStall"], "Report") << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"].contains("backoffLimit")) << defaulted.dump(2);
   ASSERT_EQ(defaulted["spec"]["runPolicy"]["successPolicy"], "AllRanks") << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"].contains("initialSeconds"))
@@ -173,7 +177,7 @@ spec:
     preflight: {enabled: false, minBytes: 8Mi, maxBytes: 1Gi, stepFactor: 4,
                 minBusBandwidth: 300G, timeoutSeconds: 600}
     monitor: {enabled: false, intervalSeconds: 300, messageBytes: 256Mi}
-    telemetry: {enabled: false}
+    telemetry: {enabled: false, stallSeconds: 45, onStall: Restart}
   runPolicy:
     backoffLimit: 5
     activeDeadlineSeconds: 86400
@@ -209,6 +213,8 @@ spec:
   expected.communication.monitor = {
       .enabled = false, .interval_seconds = 300, .message_bytes = 256 << 20};
   expected.communication.telemetry.enabled = false;
+  expected.communication.telemetry.stall_seconds = 45;
+  expected.communication.telemetry.on_stall = StallAction::kRestart;
   expected.run_policy.backoff_limit = 5;
   expected.run_policy.active_deadline_seconds = 86400;
   expected.run_policy.ttl_seconds_after_finished = 3600;
@@ -342,7 +348,10 @@ TEST(TrainingJobRoundTripTest, KeepsUnknownFieldsEverywhere) {
             original["spec"]["communication"]["futureCommunicationField"]);
   EXPECT_EQ(comm["preflight"]["futurePreflightField"], json::array({"a", "b"}));
   EXPECT_EQ(comm["monitor"]["futureMonitorField"], 0.5);
-  EXPECT_EQ(comm["telemetry"], json({{"futureTelemetryField", "x"}, {"enabled", true}}));
+  EXPECT_EQ(comm["telemetry"], json({{"futureTelemetryField", "x"},
+                                     {"enabled", true},
+                                     {"stallSeconds", 120},
+                                     {"onStall", "Report"}}));
   EXPECT_TRUE(written["spec"]["runPolicy"].contains("futureRunPolicyField"));
   const json& failure = written["spec"]["runPolicy"]["failurePolicy"];
   EXPECT_EQ(failure["futureFailurePolicyField"], 1);
@@ -393,7 +402,7 @@ spec:
     preflight: {enabled: true, minBytes: 1Mi, maxBytes: 67108864, stepFactor: 2,
                 minBusBandwidth: 40G, timeoutSeconds: 300}
     monitor: {enabled: true, intervalSeconds: 60, messageBytes: 16Mi}
-    telemetry: {enabled: true}
+    telemetry: {enabled: true, stallSeconds: 120, onStall: Report}
   runPolicy: {backoffLimit: 3, activeDeadlineSeconds: 7200, ttlSecondsAfterFinished: 60,
               suspend: false, successPolicy: RankZero,
               failurePolicy: {rules: [{action: FailJob, onExitCodes: {containerName: trainer,
@@ -696,6 +705,12 @@ INSTANTIATE_TEST_SUITE_P(
         TypeErrorCase{"TelemetryEnabledString", "/spec/communication",
                       json{{"telemetry", {{"enabled", "no"}}}},
                       R"(spec.communication.telemetry.enabled: must be true or false, got "no")"},
+        TypeErrorCase{"StallSecondsString", "/spec/communication",
+                      json{{"telemetry", {{"stallSeconds", "2m"}}}},
+                      R"(spec.communication.telemetry.stallSeconds: must be an integer, got "2m")"},
+        TypeErrorCase{"OnStallUnknown", "/spec/communication",
+                      json{{"telemetry", {{"onStall", "Kill"}}}},
+                      R"(spec.communication.telemetry.onStall: must be one of Report, Restart, got "Kill")"},
         TypeErrorCase{"TelemetryList", "/spec/communication", json{{"telemetry", json::array()}},
                       "spec.communication.telemetry: must be an object, got []"},
         TypeErrorCase{"TrainingRanksString", "/status",

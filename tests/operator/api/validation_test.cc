@@ -87,6 +87,16 @@ TEST(ValidationTest, ValidJobHasNoErrors) {
   EXPECT_THAT(Check(ValidJob()), IsEmpty());
 }
 
+// Without the profiler plugin nothing detects a stall, so a restart on one would never come.
+TEST(ValidationTest, RestartOnStallNeedsTelemetry) {
+  json object = With("/spec/communication/telemetry/onStall", "Restart");
+  EXPECT_THAT(Check(object), IsEmpty());
+  object["spec"]["communication"]["telemetry"]["enabled"] = false;
+  EXPECT_THAT(Check(object), ElementsAre(ErrorAt("spec.communication.telemetry.onStall",
+                                                 "Restart needs spec.communication.telemetry.enabled true")));
+  EXPECT_THAT(Check(With("/spec/communication/telemetry/enabled", false)), IsEmpty()) << "Report needs nothing";
+}
+
 TEST(ValidationTest, ExamplesValidateClean) {
   int documents = 0;
   for (const auto& entry : std::filesystem::directory_iterator("examples")) {
@@ -156,6 +166,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "spec.communication.preflight.timeoutSeconds: must be at least 1, got 0"},
         RuleCase{"TimeoutAboveADay", "/spec/communication/preflight/timeoutSeconds", 86401,
                  "spec.communication.preflight.timeoutSeconds: must be at most 86400, got 86401"},
+        RuleCase{"StallSecondsNine", "/spec/communication/telemetry/stallSeconds", 9,
+                 "spec.communication.telemetry.stallSeconds: must be at least 10, got 9"},
+        RuleCase{"StallSecondsAboveADay", "/spec/communication/telemetry/stallSeconds", 86401,
+                 "spec.communication.telemetry.stallSeconds: must be at most 86400, got 86401"},
         RuleCase{"IntervalFour", "/spec/communication/monitor/intervalSeconds", 4,
                  "spec.communication.monitor.intervalSeconds: must be at least 5, got 4"},
         RuleCase{"IntervalAboveADay", "/spec/communication/monitor/intervalSeconds", 86401,
@@ -208,6 +222,8 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"StepFactorMax", "/spec/communication/preflight/stepFactor", 1024, ""},
         RuleCase{"TimeoutOne", "/spec/communication/preflight/timeoutSeconds", 1, ""},
         RuleCase{"TimeoutADay", "/spec/communication/preflight/timeoutSeconds", 86400, ""},
+        RuleCase{"StallSecondsTen", "/spec/communication/telemetry/stallSeconds", 10, ""},
+        RuleCase{"StallSecondsADay", "/spec/communication/telemetry/stallSeconds", 86400, ""},
         RuleCase{"IntervalFive", "/spec/communication/monitor/intervalSeconds", 5, ""},
         RuleCase{"IntervalADay", "/spec/communication/monitor/intervalSeconds", 86400, ""},
         RuleCase{"MessageBytesOneElement", "/spec/communication/monitor/messageBytes", 4, ""},

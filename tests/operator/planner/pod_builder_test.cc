@@ -109,8 +109,9 @@ TEST(PodBuilderTest, BothRingleaderContainersGetTheSidecarEnvAndTheirMode) {
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_BACKEND"), "gloo");
   EXPECT_EQ(EnvValue(preflight, "RINGLEADER_BACKEND"), "nccl");
   // Otherwise the same list, in the same order; the sidecar's telemetry entries come last.
-  ASSERT_EQ(sidecar["env"].size(), preflight["env"].size() + 2);
-  EXPECT_EQ(sidecar["env"][sidecar["env"].size() - 2]["name"], "RINGLEADER_TELEMETRY_ENABLED");
+  ASSERT_EQ(sidecar["env"].size(), preflight["env"].size() + 3);
+  EXPECT_EQ(sidecar["env"][sidecar["env"].size() - 3]["name"], "RINGLEADER_TELEMETRY_ENABLED");
+  EXPECT_EQ(sidecar["env"][sidecar["env"].size() - 2]["name"], "RINGLEADER_STALL_SECONDS");
   EXPECT_EQ(sidecar["env"].back()["name"], "RINGLEADER_PROFILER_PLUGIN_DIR");
   for (std::size_t i = 0; i < preflight["env"].size(); ++i) {
     const std::string name = sidecar["env"][i]["name"];
@@ -378,6 +379,7 @@ TEST(PodBuilderTest, TelemetryHandsEveryTrainerThePluginReadOnlyFromTheSidecarsV
   ASSERT_NE(sidecar_mount, nullptr);
   EXPECT_EQ(*sidecar_mount, json({{"name", "ringleader-profiler"}, {"mountPath", "/var/run/ringleader/profiler"}}));
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_TELEMETRY_ENABLED"), "true");
+  EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_STALL_SECONDS"), "120");  // the CRD's default
   // Spelled out like the run dir, so a kubelet that maps mount paths in env maps it too.
   EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_PROFILER_PLUGIN_DIR"), "/var/run/ringleader/profiler");
   EXPECT_EQ(CountEnv(sidecar, "NCCL_PROFILER_PLUGIN"), 0);
@@ -398,7 +400,13 @@ TEST(PodBuilderTest, TelemetryHandsEveryTrainerThePluginReadOnlyFromTheSidecarsV
   EXPECT_EQ(CountEnv(preflight, "NCCL_PROFILER_PLUGIN"), 0);
   EXPECT_EQ(FindByName(preflight["volumeMounts"], "ringleader-profiler"), nullptr);
   EXPECT_EQ(EnvValue(preflight, "RINGLEADER_TELEMETRY_ENABLED"), "<unset>");
+  EXPECT_EQ(EnvValue(preflight, "RINGLEADER_STALL_SECONDS"), "<unset>");
   EXPECT_EQ(EnvValue(preflight, "RINGLEADER_PROFILER_PLUGIN_DIR"), "<unset>");
+}
+
+TEST(PodBuilderTest, TheSidecarGetsTheJobsStallSeconds) {
+  const json pod = Build([](json& job, json&) { job["spec"]["communication"]["telemetry"]["stallSeconds"] = 45; });
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_STALL_SECONDS"), "45");
 }
 
 TEST(PodBuilderTest, TelemetryOffAddsNoPluginVolumeMountOrEnv) {
@@ -410,6 +418,7 @@ TEST(PodBuilderTest, TelemetryOffAddsNoPluginVolumeMountOrEnv) {
   EXPECT_EQ(FindByName(pod["spec"]["volumes"], "ringleader-profiler"), nullptr);
   EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_TELEMETRY_ENABLED"), "false");
   EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_PROFILER_PLUGIN_DIR"), "<unset>");
+  EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_STALL_SECONDS"), "<unset>");  // no plugin, no stalls
   EXPECT_EQ(Sidecar(pod)["volumeMounts"].size(), 2u);
   for (const json& trainer : pod["spec"]["containers"]) {
     SCOPED_TRACE(trainer["name"].get<std::string>());

@@ -177,6 +177,33 @@ TEST(SummaryReaderTest, ReadsTheTrainersCollectivesIntoStatusTraining) {
                                                                 .slowest_rank_bus_bandwidth_bytes = 90'500'000'000}));
 }
 
+// The stall reaches the planner as the sidecar wrote it (its own Stalled condition, not status).
+TEST(SummaryReaderTest, ReadsTheStallForThePlanner) {
+  FakeSidecar sidecar(200, R"({"backend": "gloo", "preflight": "Passed",
+      "stall": {"collective": "all_reduce", "bytes": 260, "sequence": 5,
+                "communicator": "0x00000000000000e1", "missingRanks": [2], "missingRankCount": 1,
+                "missingPods": [2], "waitingRanks": 3, "waitedSeconds": 14, "attempt": 1}})");
+  std::string error;
+  const std::optional<api::CommunicationStatus> status =
+      MakeHttpSummaryReader()->Read("127.0.0.1", sidecar.port(), &error);
+  ASSERT_TRUE(status.has_value()) << error;
+  ASSERT_TRUE(status->stall.has_value());
+  EXPECT_EQ(*status->stall, (contract::StallSummary{.collective = "all_reduce",
+                                                    .bytes = 260,
+                                                    .sequence = 5,
+                                                    .communicator = "0x00000000000000e1",
+                                                    .missing_ranks = {2},
+                                                    .missing_rank_count = 1,
+                                                    .missing_pods = {2},
+                                                    .waiting_ranks = 3,
+                                                    .waited_seconds = 14,
+                                                    .attempt = 1}));
+  // A bad stall is a bad summary, named.
+  FakeSidecar bad(200, R"({"backend": "gloo", "preflight": "Passed", "stall": {"sequence": 0}})");
+  EXPECT_FALSE(MakeHttpSummaryReader()->Read("127.0.0.1", bad.port(), &error).has_value());
+  EXPECT_THAT(error, ::testing::HasSubstr("stall.sequence: must be an integer >= 1"));
+}
+
 TEST(SummaryReaderTest, TrainingWithoutASlowestRankLeavesItEmpty) {
   FakeSidecar sidecar(200, R"({"backend": "nccl", "preflight": "",
       "training": {"collective": "all_gather", "size": "1MiB",
