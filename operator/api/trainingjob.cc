@@ -655,6 +655,7 @@ TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
     const Reader comm = reader.Object("communication");
     CommunicationStatus summary;
     comm.String("backend", &summary.backend);
+    comm.String("busBandwidth", &summary.bus_bandwidth);
     comm.String("lastAllReduceBusBandwidth", &summary.last_all_reduce_bus_bandwidth);
     comm.Int("lastAllReduceBusBandwidthBytes", &summary.last_all_reduce_bus_bandwidth_bytes);
     comm.Time("lastProbeTime", &summary.last_probe_time);
@@ -734,6 +735,9 @@ json StatusToJson(const TrainingJobStatus& status) {
     json summary = json::object();
     if (!comm.backend.empty()) {
       summary["backend"] = comm.backend;
+    }
+    if (!comm.bus_bandwidth.empty()) {
+      summary["busBandwidth"] = comm.bus_bandwidth;
     }
     if (!comm.last_all_reduce_bus_bandwidth.empty()) {
       summary["lastAllReduceBusBandwidth"] = comm.last_all_reduce_bus_bandwidth;

@@ -232,14 +232,18 @@ struct TrainingCommunicationStatus {
 
 // What the rank-0 sidecar last reported, copied into status by the operator.
 struct CommunicationStatus {
-  std::string backend;                 // "nccl" or "gloo", as resolved
-  std::string last_all_reduce_bus_bandwidth;  // human form, e.g. "11.8 GB/s"
+  std::string backend{};                 // "nccl" or "gloo", as resolved
+  // The job's bus bandwidth as `kubectl get tj` shows it (the BusBW column): the trainers' own
+  // (training.busBandwidth) once they report, else the last all-reduce probe's, which is the
+  // preflight's at its largest size until the monitor probes.
+  std::string bus_bandwidth{};
+  std::string last_all_reduce_bus_bandwidth{};  // human form, e.g. "11.8 GB/s"
   std::int64_t last_all_reduce_bus_bandwidth_bytes = 0;  // bytes per second, for machines
-  std::optional<Time> last_probe_time;
-  std::string preflight;               // "", "Passed" or "Failed"
-  std::string slowest_rank;            // e.g. "3", empty when unknown
-  std::string transport;               // the preflight's, e.g. "NET/IB (mlx5_0:1, GDRDMA)"
-  std::optional<TrainingCommunicationStatus> training;
+  std::optional<Time> last_probe_time{};
+  std::string preflight{};               // "", "Passed" or "Failed"
+  std::string slowest_rank{};            // e.g. "3", empty when unknown
+  std::string transport{};               // the preflight's, e.g. "NET/IB (mlx5_0:1, GDRDMA)"
+  std::optional<TrainingCommunicationStatus> training{};
   // The rank-0 sidecar's stall, as /summary's `stall` member says it. Not written to
   // status.communication: the planner turns it into the Stalled condition (operator/planner).
   std::optional<contract::StallSummary> stall{};

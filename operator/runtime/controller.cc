@@ -12,6 +12,7 @@
 #include "operator/planner/status_builder.h"
 #include "operator/runtime/cache_transforms.h"
 #include "operator/runtime/operator_metrics.h"
+#include "sidecar/contract/contract.h"
 
 namespace ringleader::runtime {
 
@@ -501,16 +502,47 @@ std::string Controller::ReconcileGone(const std::string& key) {
   return "success";
 }
 
+namespace {
+
+// A Pod whose trainer containers have all ended while its sidecar still runs: the last moment
+// rank 0's sidecar can be asked for the job's final figures (the kubelet stops it next).
+bool TrainerEndedSidecarRunning(const json& pod) {
+  const json& status = pod.contains("status") ? pod["status"] : json::object();
+  const json containers = status.value("containerStatuses", json::array());
+  if (!containers.is_array() || containers.empty()) {
+    return false;
+  }
+  for (const json& container : containers) {
+    if (!container.is_object() || !container.contains("state") || !container["state"].contains("terminated")) {
+      return false;
+    }
+  }
+  for (const json& init : status.value("initContainerStatuses", json::array())) {
+    if (init.is_object() && init.value("name", "") == contract::kSidecarContainerName) {
+      return init.contains("state") && init["state"].contains("running");
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::chrono::seconds Controller::SummaryInterval(const SummaryRead& read) const {
+  // Until the sidecar has the preflight's verdict (or while it cannot be read), a job that
+  // trains for less than summary_interval would never show its fabric.
+  constexpr std::chrono::seconds kUntilPreflightKnown{3};
+  if (!read.summary || read.summary->preflight.empty()) {
+    return std::min(kUntilPreflightKnown, options_.summary_interval);
+  }
+  return options_.summary_interval;
+}
+
 std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJob& job,
                                                             const std::vector<ObjectPtr>& pods) {
   std::lock_guard lock(summary_mutex_);
-  auto& [read_at, summary] = summaries_[job.metadata.uid];
+  SummaryRead& read = summaries_[job.metadata.uid];
   if (summary_reader_ == nullptr || job.status.state != "Running" || !job.status.ports) {
-    return summary;
-  }
-  const auto now = std::chrono::steady_clock::now();
-  if (read_at != std::chrono::steady_clock::time_point{} && now - read_at < options_.summary_interval) {
-    return summary;
+    return read.summary;
   }
   for (const ObjectPtr& pod : pods) {
     if (Label(*pod, planner::kRankLabel) != "0" ||
@@ -521,16 +553,29 @@ std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJ
     if (ip.empty()) {
       break;
     }
-    read_at = now;
+    const auto now = std::chrono::steady_clock::now();
+    const std::string name = Meta(*pod).value("name", "");
+    // The final read: once per rank-0 Pod, whatever the interval, so status keeps the figures
+    // of the whole run (the training telemetry of its last steps) after the sidecar is gone.
+    const bool final = TrainerEndedSidecarRunning(*pod) && read.final_read_of != name;
+    const bool due = read.read_at == std::chrono::steady_clock::time_point{} ||
+                     now - read.read_at >= SummaryInterval(read);
+    if (!final && !due) {
+      break;
+    }
+    read.read_at = now;
+    if (final) {
+      read.final_read_of = name;
+    }
     std::string error;
-    if (auto read = summary_reader_->Read(ip, job.status.ports->metrics, &error)) {
-      summary = std::move(read);
+    if (auto summary = summary_reader_->Read(ip, job.status.ports->metrics, &error)) {
+      read.summary = std::move(summary);
     } else {
       logger_.Warn("could not read the rank-0 summary", {{"job", job.Key()}, {"error", error}});
     }
     break;
   }
-  return summary;
+  return read.summary;
 }
 
 std::string Controller::Reconcile(const std::string& key) {
@@ -645,7 +690,12 @@ std::string Controller::Reconcile(const std::string& key) {
   }
   auto requeue = plan.requeue_after;
   if (summary_reader_ != nullptr && job.status.state == "Running") {
-    requeue = requeue ? std::min(*requeue, options_.summary_interval) : options_.summary_interval;
+    std::chrono::seconds interval = options_.summary_interval;
+    {
+      std::lock_guard lock(summary_mutex_);
+      interval = SummaryInterval(summaries_[job.metadata.uid]);
+    }
+    requeue = requeue ? std::min(*requeue, interval) : interval;
   }
   if (requeue) {
     queue_.AddAfter(key, *requeue);

@@ -132,10 +132,16 @@ class Controller {
   ports::PortLedger ledger_;
   // uid of deleted jobs whose Pods may still hold their ports -> namespace.
   std::map<std::string, std::string> releasing_;
-  // job uid -> (last read, summary)
+  // What the operator has read of a job's rank-0 /summary.
+  struct SummaryRead {
+    std::chrono::steady_clock::time_point read_at;  // the last attempt
+    std::optional<api::CommunicationStatus> summary;
+    std::string final_read_of;  // the rank-0 Pod whose ended trainer had its last read
+  };
+  // When the next read is due: summary_interval, or sooner while there is no preflight verdict.
+  std::chrono::seconds SummaryInterval(const SummaryRead& read) const;
   std::mutex summary_mutex_;
-  std::map<std::string, std::pair<std::chrono::steady_clock::time_point,
-                                  std::optional<api::CommunicationStatus>>> summaries_;
+  std::map<std::string, SummaryRead> summaries_;  // job uid ->
 
   // What each worker is doing, for the liveness check; sized while the workers run.
   std::mutex workers_mutex_;

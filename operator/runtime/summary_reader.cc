@@ -112,6 +112,8 @@ std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summar
       return std::nullopt;
     }
   }
+  status.bus_bandwidth =
+      status.training ? status.training->bus_bandwidth : status.last_all_reduce_bus_bandwidth;
   return status;
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <atomic>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -132,6 +133,24 @@ class SidecarRun {
   SidecarRun(const SidecarRun&) = delete;
   SidecarRun& operator=(const SidecarRun&) = delete;
 
+  // Rank 0's sidecar, stopped by the kubelet once the trainers have ended: the operator reads
+  // /summary once more then, for the run's final figures (operator/runtime/controller.cc), so
+  // the endpoints stay up until that read or kFinalReadWait (well within a Pod's grace period).
+  // Only where an operator has read it before: a sidecar nobody reads stops at once.
+  void AwaitFinalSummaryRead() {
+    constexpr auto kFinalReadWait = std::chrono::seconds(3);
+    const std::uint64_t reads = summary_reads_.load();
+    if (!stop_.load() || !endpoints_ || !server_ || reads == 0) {
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + kFinalReadWait;
+    while (summary_reads_.load() == reads && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    Log(summary_reads_.load() == reads ? "stopping: no final /summary read within 3 s"
+                                       : "stopping after the final /summary read");
+  }
+
   int Run() {
     if (config_.mode == Mode::kPodPreflight) {
       return RunPodPreflight();
@@ -205,7 +224,10 @@ class SidecarRun {
 
   void StartEndpoints(const std::string& waiting_for = "rendezvous running") {
     endpoints_ = std::make_unique<EndpointServer>(config_.metrics_bind_address, config_.metrics_port,
-                                                  *registry_, [this] { return CurrentSummary(); });
+                                                  *registry_, [this] {
+                                                    summary_reads_.fetch_add(1);
+                                                    return CurrentSummary();
+                                                  });
     endpoints_->SetReady(false, waiting_for);
     metrics_.SetPreflightState(PreflightState::kPending);
     Log("serving /metrics, /healthz, /readyz and /summary on port " +
@@ -986,6 +1008,7 @@ class SidecarRun {
   std::mutex summary_mutex_;
   contract::Summary summary_;  // guarded by summary_mutex_
   std::unique_ptr<EndpointServer> endpoints_;
+  std::atomic<std::uint64_t> summary_reads_{0};  // /summary requests answered
   std::unique_ptr<rendezvous::StoreServer> server_;
   std::unique_ptr<rendezvous::StoreClient> client_;
   // Connections of local ranks 1.. (local rank 0 uses client_), and each local rank's store.
@@ -1009,7 +1032,9 @@ class SidecarRun {
 
 int RunSidecar(const SidecarConfig& config, const std::atomic<bool>& stop_requested) {
   SidecarRun run(config, stop_requested);
-  return run.Run();
+  const int code = run.Run();
+  run.AwaitFinalSummaryRead();
+  return code;
 }
 
 }  // namespace ringleader::sidecar

@@ -90,6 +90,13 @@ TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks)
   EXPECT_THAT(preflight, HasSubstr("preflight passed"));
   EXPECT_THAT(bed_->PodLog("demo-0", "ringleader-sidecar"), HasSubstr("preflight passed"));
   EXPECT_EQ(job["status"]["replicas"]["succeeded"], 4) << job.dump(2);
+  // The job trains for seconds, far less than the operator's 60 s summary interval, and still
+  // ends with the fabric in status: rank 0's summary is read as soon as the job runs.
+  const json communication = job["status"].value("communication", json::object());
+  EXPECT_EQ(communication.value("preflight", ""), "Passed") << job.dump(2);
+  EXPECT_EQ(communication.value("transport", ""), "tcp") << job.dump(2);
+  EXPECT_NE(communication.value("busBandwidth", ""), "") << job.dump(2);
+  EXPECT_EQ(communication.value("busBandwidth", ""), communication.value("lastAllReduceBusBandwidth", ""));
 }
 
 // The happy path as users watch it: a real Prometheus scrapes every rank's sidecar while the job

@@ -119,6 +119,11 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
   const json done = bed.WaitForJob("measured", JobFinished, seconds(120));
   ASSERT_TRUE(done.is_object()) << bed.Diagnostics();
   EXPECT_EQ(JobState(done), "Succeeded") << bed.Diagnostics();
+  // The finished job keeps the trainers' figures, and the BusBW column shows theirs.
+  const json communication = done["status"].value("communication", json::object());
+  ASSERT_TRUE(Training(done).is_object()) << done.dump(2);
+  EXPECT_EQ(communication.value("busBandwidth", ""), Training(done).value("busBandwidth", "")) << done.dump(2);
+  EXPECT_NE(communication.value("busBandwidth", ""), "");
   // The trainers say they were driving the plugin, as stand-ins.
   EXPECT_NE(bed.AllPodLogs().find("profiler stand-in"), std::string::npos) << bed.AllPodLogs();
 }

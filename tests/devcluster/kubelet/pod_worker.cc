@@ -457,7 +457,10 @@ void PodWorker::Step() {
   }
   std::string phase = "Running";
   if (all_done) {
-    // The main containers have ended for good: the sidecars are stopped, and they do not count.
+    // The main containers have ended for good. As the kubelet's status manager does, that is
+    // reported while the sidecars still run (an operator may ask a sidecar for its last figures
+    // then); then the sidecars are stopped, and they do not count.
+    Publish();
     for (auto it = init_.rbegin(); it != init_.rend(); ++it) {
       StopContainer(**it);
     }

@@ -424,7 +424,7 @@ status:
   nextRestartTime: "2026-01-02T15:01:00Z"
   disruption: {attempt: 1, pod: full-2, reason: PreemptionByScheduler, message: preempted}
   startTime: "2026-01-02T15:00:00Z"
-  communication: {backend: nccl, lastAllReduceBusBandwidth: 11.8 GB/s,
+  communication: {backend: nccl, busBandwidth: 110 GB/s, lastAllReduceBusBandwidth: 11.8 GB/s,
                   lastAllReduceBusBandwidthBytes: 11800000000,
                   lastProbeTime: "2026-01-02T15:05:00Z", preflight: Passed, slowestRank: "2",
                   training: {collective: all_reduce, size: 64MiB, busBandwidth: 110 GB/s,

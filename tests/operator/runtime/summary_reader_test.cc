@@ -153,11 +153,14 @@ TEST(SummaryReaderTest, ReadsAFullSummaryIntoTheStatus) {
   EXPECT_EQ(status->last_all_reduce_bus_bandwidth, api::FormatBandwidth(11800000000.6));
   EXPECT_EQ(status->last_all_reduce_bus_bandwidth, "11.8 GB/s");
   EXPECT_EQ(status->slowest_rank, "3");
+  // No training telemetry yet: the column shows the probe's (the preflight's) bandwidth.
+  EXPECT_EQ(status->bus_bandwidth, "11.8 GB/s");
   EXPECT_EQ(sidecar.paths(), std::vector<std::string>{"/summary"});
 }
 
 TEST(SummaryReaderTest, ReadsTheTrainersCollectivesIntoStatusTraining) {
   FakeSidecar sidecar(200, R"({"backend": "nccl", "preflight": "Passed",
+      "allReduceBusBandwidthBytesPerSecond": 2.0e10,
       "training": {"collective": "all_reduce", "size": "64MiB",
                    "busBandwidthBytesPerSecond": 110000000000.4, "ranksReporting": 4,
                    "slowestRank": 3, "slowestRankBusBandwidthBytesPerSecond": 9.05e10}})");
@@ -175,6 +178,9 @@ TEST(SummaryReaderTest, ReadsTheTrainersCollectivesIntoStatusTraining) {
                                                                 .slowest_rank = "3",
                                                                 .slowest_rank_bus_bandwidth = "90.5 GB/s",
                                                                 .slowest_rank_bus_bandwidth_bytes = 90'500'000'000}));
+  // Once the trainers report, the column shows their bandwidth, not the probe's.
+  EXPECT_EQ(status->last_all_reduce_bus_bandwidth, "20 GB/s");
+  EXPECT_EQ(status->bus_bandwidth, "110 GB/s");
 }
 
 // The stall reaches the planner as the sidecar wrote it (its own Stalled condition, not status).
