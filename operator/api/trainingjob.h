@@ -234,8 +234,8 @@ struct TrainingCommunicationStatus {
 struct CommunicationStatus {
   std::string backend{};                 // "nccl" or "gloo", as resolved
   // The job's bus bandwidth as `kubectl get tj` shows it (the BusBW column): the trainers' own
-  // (training.busBandwidth) once they report, else the last all-reduce probe's, which is the
-  // preflight's at its largest size until the monitor probes.
+  // (training.busBandwidth) once they report, else the preflight's all-reduce at its largest
+  // size, else the last all-reduce probe's.
   std::string bus_bandwidth{};
   std::string last_all_reduce_bus_bandwidth{};  // human form, e.g. "11.8 GB/s"
   std::int64_t last_all_reduce_bus_bandwidth_bytes = 0;  // bytes per second, for machines

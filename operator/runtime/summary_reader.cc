@@ -112,8 +112,15 @@ std::optional<api::CommunicationStatus> ToStatus(const contract::Summary& summar
       return std::nullopt;
     }
   }
-  status.bus_bandwidth =
-      status.training ? status.training->bus_bandwidth : status.last_all_reduce_bus_bandwidth;
+  // The column: the trainers' own figure, else the preflight's at its largest size (the monitor's
+  // probes use a small message and would read far lower), else the last probe's.
+  if (status.training) {
+    status.bus_bandwidth = status.training->bus_bandwidth;
+  } else if (summary.preflight_all_reduce_bus_bandwidth) {
+    status.bus_bandwidth = api::FormatBandwidth(*summary.preflight_all_reduce_bus_bandwidth);
+  } else {
+    status.bus_bandwidth = status.last_all_reduce_bus_bandwidth;
+  }
   return status;
 }
 

@@ -584,6 +584,9 @@ class SidecarRun {
       std::lock_guard lock(summary_mutex_);
       summary_.backend = result.backend;
       summary_.transport = result.transport;
+      // Kept apart from the monitor's small probes that follow: the job's BusBW until the
+      // trainers' own figures arrive.
+      summary_.preflight_all_reduce_bus_bandwidth = result.all_reduce_bus_bandwidth;
     }
     if (!result.enabled && result.passed) {
       MarkReady(PreflightState::kDisabled);

@@ -359,6 +359,14 @@ bool ReadSummary(const json& object, Summary* out, std::string* error) {
     }
   }
 
+  if (const json* bandwidth = FindOptional(object, "preflightAllReduceBusBandwidthBytesPerSecond")) {
+    out->preflight_all_reduce_bus_bandwidth = NonNegative(*bandwidth);
+    if (!out->preflight_all_reduce_bus_bandwidth) {
+      return Fail(error, "preflightAllReduceBusBandwidthBytesPerSecond: must be a finite number >= 0, got " +
+                             Quote(*bandwidth));
+    }
+  }
+
   if (const json* rank = FindOptional(object, "slowestRank")) {
     out->slowest_rank = IntAtLeast(*rank, 0);
     if (!out->slowest_rank) {
@@ -410,6 +418,9 @@ json SummaryToJson(const Summary& summary) {
   }
   if (summary.all_reduce_bus_bandwidth) {
     out["allReduceBusBandwidthBytesPerSecond"] = *summary.all_reduce_bus_bandwidth;
+  }
+  if (summary.preflight_all_reduce_bus_bandwidth) {
+    out["preflightAllReduceBusBandwidthBytesPerSecond"] = *summary.preflight_all_reduce_bus_bandwidth;
   }
   if (summary.slowest_rank) {
     out["slowestRank"] = *summary.slowest_rank;

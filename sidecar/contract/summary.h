@@ -4,6 +4,8 @@
 //    "preflight": ""|"Passed"|"Failed",
 //    "lastProbeTime": "2026-11-29T18:00:00Z" (RFC 3339 UTC, optional),
 //    "allReduceBusBandwidthBytesPerSecond": 1.18e10 (finite number >= 0, optional),
+//    "preflightAllReduceBusBandwidthBytesPerSecond": 1.2e10 (the preflight's at its largest
+//                                         size, kept when the monitor's probes follow; optional),
 //    "slowestRank": 3 (integer >= 0, optional),
 //    "transport": "NET/IB (mlx5_0:1, GDRDMA)" (the preflight's, as NCCL named it; optional),
 //    "training": {                       (optional: the trainers' own collectives, as the NCCL
@@ -92,6 +94,7 @@ struct Summary {
   std::string preflight;
   std::string last_probe_time;  // "" when no probe ran yet
   std::optional<double> all_reduce_bus_bandwidth;  // bytes per second
+  std::optional<double> preflight_all_reduce_bus_bandwidth;  // bytes per second
   std::optional<int> slowest_rank;
   std::string transport;  // "" when not reported
   std::optional<TrainingSummary> training;

@@ -96,7 +96,6 @@ TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks)
   EXPECT_EQ(communication.value("preflight", ""), "Passed") << job.dump(2);
   EXPECT_EQ(communication.value("transport", ""), "tcp") << job.dump(2);
   EXPECT_NE(communication.value("busBandwidth", ""), "") << job.dump(2);
-  EXPECT_EQ(communication.value("busBandwidth", ""), communication.value("lastAllReduceBusBandwidth", ""));
 }
 
 // The happy path as users watch it: a real Prometheus scrapes every rank's sidecar while the job

@@ -17,6 +17,7 @@ Summary FullSummary() {
   summary.preflight = "Passed";
   summary.last_probe_time = "2026-11-29T18:00:00Z";
   summary.all_reduce_bus_bandwidth = 1.18e10;
+  summary.preflight_all_reduce_bus_bandwidth = 1.2e10;
   summary.slowest_rank = 3;
   summary.transport = "NET/IB (mlx5_0:1, GDRDMA)";
   summary.training = TrainingSummary{.collective = "all_reduce",
@@ -51,7 +52,7 @@ TEST(SummaryTest, WritesTheDocumentedMemberNames) {
   const nlohmann::json json = SummaryToJson(FullSummary());
   EXPECT_EQ(json, nlohmann::json::parse(R"js({"backend": "nccl", "preflight": "Passed",
       "lastProbeTime": "2026-11-29T18:00:00Z", "allReduceBusBandwidthBytesPerSecond": 1.18e10,
-      "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)",
+      "preflightAllReduceBusBandwidthBytesPerSecond": 1.2e10, "slowestRank": 3, "transport": "NET/IB (mlx5_0:1, GDRDMA)",
       "training": {"collective": "all_reduce", "size": "64MiB", "busBandwidthBytesPerSecond": 1.1e11,
                    "ranksReporting": 4, "slowestRank": 2,
                    "slowestRankBusBandwidthBytesPerSecond": 9.5e10},
@@ -140,6 +141,8 @@ TEST(SummaryTest, RefusesEachBadMemberNamingIt) {
       {R"({"backend": "nccl", "preflight": "", "lastProbeTime": ""})", "lastProbeTime: must be"},
       {R"({"backend": "nccl", "preflight": "", "allReduceBusBandwidthBytesPerSecond": -1})",
        "allReduceBusBandwidthBytesPerSecond: must be a finite number >= 0"},
+      {R"({"backend": "nccl", "preflight": "", "preflightAllReduceBusBandwidthBytesPerSecond": "fast"})",
+       "preflightAllReduceBusBandwidthBytesPerSecond: must be a finite number >= 0"},
       {R"({"backend": "nccl", "preflight": "", "allReduceBusBandwidthBytesPerSecond": "11.8 GB/s"})",
        "allReduceBusBandwidthBytesPerSecond: must be"},
       {R"({"backend": "nccl", "preflight": "", "allReduceBusBandwidthBytesPerSecond": true})",

@@ -153,7 +153,7 @@ TEST(SummaryReaderTest, ReadsAFullSummaryIntoTheStatus) {
   EXPECT_EQ(status->last_all_reduce_bus_bandwidth, api::FormatBandwidth(11800000000.6));
   EXPECT_EQ(status->last_all_reduce_bus_bandwidth, "11.8 GB/s");
   EXPECT_EQ(status->slowest_rank, "3");
-  // No training telemetry yet: the column shows the probe's (the preflight's) bandwidth.
+  // No training telemetry and no preflight figure: the column shows the last probe's bandwidth.
   EXPECT_EQ(status->bus_bandwidth, "11.8 GB/s");
   EXPECT_EQ(sidecar.paths(), std::vector<std::string>{"/summary"});
 }
@@ -208,6 +208,18 @@ TEST(SummaryReaderTest, ReadsTheStallForThePlanner) {
   FakeSidecar bad(200, R"({"backend": "gloo", "preflight": "Passed", "stall": {"sequence": 0}})");
   EXPECT_FALSE(MakeHttpSummaryReader()->Read("127.0.0.1", bad.port(), &error).has_value());
   EXPECT_THAT(error, ::testing::HasSubstr("stall.sequence: must be an integer >= 1"));
+}
+
+TEST(SummaryReaderTest, BeforeTheTrainersReportTheColumnIsThePreflightsBandwidthNotTheMonitors) {
+  FakeSidecar sidecar(200, R"({"backend": "gloo", "preflight": "Passed",
+      "allReduceBusBandwidthBytesPerSecond": 2.0e8,
+      "preflightAllReduceBusBandwidthBytesPerSecond": 3.9e8})");
+  std::string error;
+  const std::optional<api::CommunicationStatus> status =
+      MakeHttpSummaryReader()->Read("127.0.0.1", sidecar.port(), &error);
+  ASSERT_TRUE(status.has_value()) << error;
+  EXPECT_EQ(status->last_all_reduce_bus_bandwidth, "200 MB/s");
+  EXPECT_EQ(status->bus_bandwidth, "390 MB/s");
 }
 
 TEST(SummaryReaderTest, TrainingWithoutASlowestRankLeavesItEmpty) {
