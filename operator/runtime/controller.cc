@@ -496,6 +496,11 @@ void Controller::ForgetRefusal(const std::string& key) {
 }
 
 std::string Controller::ReconcileGone(const std::string& key) {
+  {
+    // On a worker, not the informer's handler: a summary read may hold this lock for seconds.
+    std::lock_guard lock(summary_mutex_);
+    std::erase_if(summaries_, [&key](const auto& entry) { return entry.second.job == key; });
+  }
   ForgetRefusal(key);
   expectations_.Forget(key);
   queue_.Forget(key);
@@ -541,6 +546,7 @@ std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJ
                                                             const std::vector<ObjectPtr>& pods) {
   std::lock_guard lock(summary_mutex_);
   SummaryRead& read = summaries_[job.metadata.uid];
+  read.job = job.Key();
   if (summary_reader_ == nullptr || job.status.state != "Running" || !job.status.ports) {
     return read.summary;
   }
@@ -554,10 +560,11 @@ std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJ
       break;
     }
     const auto now = std::chrono::steady_clock::now();
-    const std::string name = Meta(*pod).value("name", "");
+    // By uid: a gang restart's new rank-0 Pod may have the same name.
+    const std::string uid = Meta(*pod).value("uid", "");
     // The final read: once per rank-0 Pod, whatever the interval, so status keeps the figures
     // of the whole run (the training telemetry of its last steps) after the sidecar is gone.
-    const bool final = TrainerEndedSidecarRunning(*pod) && read.final_read_of != name;
+    const bool final = TrainerEndedSidecarRunning(*pod) && read.final_read_of != uid;
     const bool due = read.read_at == std::chrono::steady_clock::time_point{} ||
                      now - read.read_at >= SummaryInterval(read);
     if (!final && !due) {
@@ -565,7 +572,7 @@ std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJ
     }
     read.read_at = now;
     if (final) {
-      read.final_read_of = name;
+      read.final_read_of = uid;
     }
     std::string error;
     if (auto summary = summary_reader_->Read(ip, job.status.ports->metrics, &error)) {

@@ -134,9 +134,10 @@ class Controller {
   std::map<std::string, std::string> releasing_;
   // What the operator has read of a job's rank-0 /summary.
   struct SummaryRead {
+    std::string job;  // namespace/name, so the entry goes with the job (ReconcileGone)
     std::chrono::steady_clock::time_point read_at;  // the last attempt
     std::optional<api::CommunicationStatus> summary;
-    std::string final_read_of;  // the rank-0 Pod whose ended trainer had its last read
+    std::string final_read_of;  // uid of the rank-0 Pod whose ended trainer had its last read
   };
   // When the next read is due: summary_interval, or sooner while there is no preflight verdict.
   std::chrono::seconds SummaryInterval(const SummaryRead& read) const;
