@@ -53,10 +53,8 @@ void* Communicator(std::uint64_t hash) {
   return context;
 }
 
-void BM_CollectiveWithKernelChannels(benchmark::State& state) {
-  const abi::ProfilerV5& plugin = Plugin();
-  const auto channels = static_cast<std::uint8_t>(state.range(0));
-  void* context = Communicator(0xBE7C0000ULL + static_cast<std::uint64_t>(state.thread_index()));
+// A 1 Mi-element bf16 ring all-reduce on `channels` kernel channels, as NCCL describes it.
+abi::EventDescrV5 AllReduceDescr(std::uint8_t channels) {
   abi::EventDescrV5 coll{};
   coll.type = abi::kEventColl;
   coll.coll.func = "AllReduce";
@@ -65,26 +63,41 @@ void BM_CollectiveWithKernelChannels(benchmark::State& state) {
   coll.coll.nChannels = channels;
   coll.coll.algo = "RING";
   coll.coll.proto = "SIMPLE";
+  return coll;
+}
+
+// The op's kernel channels as NCCL's proxy reports them: each started at the GPU clock, given its
+// stop time, stopped; the clock then moves past the kernel. `handles` holds `channels` slots.
+void RunKernelChannels(const abi::ProfilerV5& plugin, void* context, void* op, std::uint8_t channels,
+                       std::uint64_t& gpu_clock, std::vector<void*>& handles) {
   abi::EventDescrV5 channel{};
   channel.type = abi::kEventKernelCh;
+  channel.parentObj = op;
   abi::EventStateArgs stop{};
+  for (std::uint8_t j = 0; j < channels; ++j) {
+    channel.kernelCh = {j, gpu_clock + j};
+    plugin.startEvent(context, &handles[j], &channel);
+  }
+  for (std::uint8_t j = 0; j < channels; ++j) {
+    stop.kernelCh.pTimer = gpu_clock + 20'000 + j;
+    plugin.recordEventState(handles[j], abi::kStateKernelChStop, &stop);
+    plugin.stopEvent(handles[j]);
+  }
+  gpu_clock += 50'000;
+}
+
+void BM_CollectiveWithKernelChannels(benchmark::State& state) {
+  const abi::ProfilerV5& plugin = Plugin();
+  const auto channels = static_cast<std::uint8_t>(state.range(0));
+  void* context = Communicator(0xBE7C0000ULL + static_cast<std::uint64_t>(state.thread_index()));
+  abi::EventDescrV5 coll = AllReduceDescr(channels);  // startEvent takes it non-const
   std::vector<void*> handles(channels);
   std::uint64_t gpu_clock = 1'000'000'000;
   for (auto _ : state) {
     void* op = nullptr;
     plugin.startEvent(context, &op, &coll);
-    channel.parentObj = op;
-    for (std::uint8_t j = 0; j < channels; ++j) {
-      channel.kernelCh = {j, gpu_clock + j};
-      plugin.startEvent(context, &handles[j], &channel);
-    }
-    for (std::uint8_t j = 0; j < channels; ++j) {
-      stop.kernelCh.pTimer = gpu_clock + 20'000 + j;
-      plugin.recordEventState(handles[j], abi::kStateKernelChStop, &stop);
-      plugin.stopEvent(handles[j]);
-    }
+    RunKernelChannels(plugin, context, op, channels, gpu_clock, handles);
     plugin.stopEvent(op);
-    gpu_clock += 50'000;
     benchmark::DoNotOptimize(op);
   }
   state.SetItemsProcessed(state.iterations());
@@ -113,34 +126,14 @@ void BM_CollectiveHandedToProxyThread(benchmark::State& state) {
   const auto channels = static_cast<std::uint8_t>(state.range(0));
   const bool proxy_thread = state.range(1) != 0;
   void* context = Communicator(0xBE7D0000ULL + static_cast<std::uint64_t>(channels));
-  abi::EventDescrV5 coll{};
-  coll.type = abi::kEventColl;
-  coll.coll.func = "AllReduce";
-  coll.coll.datatype = "ncclBfloat16";
-  coll.coll.count = 1 << 20;
-  coll.coll.nChannels = channels;
-  coll.coll.algo = "RING";
-  coll.coll.proto = "SIMPLE";
+  abi::EventDescrV5 coll = AllReduceDescr(channels);  // startEvent takes it non-const
   std::vector<void*> ops(kBatch);
   std::uint64_t gpu_clock = 1'000'000'000;
   // The proxy's work on one batch: every op's kernel channels, started, stop time, stopped.
   const auto run_channels = [&] {
-    abi::EventDescrV5 channel{};
-    channel.type = abi::kEventKernelCh;
-    abi::EventStateArgs stop{};
     std::vector<void*> handles(channels);
     for (void* op : ops) {
-      channel.parentObj = op;
-      for (std::uint8_t j = 0; j < channels; ++j) {
-        channel.kernelCh = {j, gpu_clock + j};
-        plugin.startEvent(context, &handles[j], &channel);
-      }
-      for (std::uint8_t j = 0; j < channels; ++j) {
-        stop.kernelCh.pTimer = gpu_clock + 20'000 + j;
-        plugin.recordEventState(handles[j], abi::kStateKernelChStop, &stop);
-        plugin.stopEvent(handles[j]);
-      }
-      gpu_clock += 50'000;
+      RunKernelChannels(plugin, context, op, channels, gpu_clock, handles);
     }
   };
   cpu_set_t before;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/devcluster/kubelet/status_condition.h"
+
 namespace ringleader::devcluster::kubelet {
 namespace {
 
@@ -18,16 +20,6 @@ NodeConfig GpuNode() {
   node.rdma = 2;
   node.labels = {{"nvidia.com/gpu.product", "H100"}, {"kubernetes.io/arch", "arm64"}};
   return node;
-}
-
-const json& ConditionOf(const json& status, const std::string& type) {
-  for (const json& condition : status["conditions"]) {
-    if (condition["type"] == type) {
-      return condition;
-    }
-  }
-  static const json kNone;
-  return kNone;
 }
 
 TEST(NodeStatusTest, TheNodeCarriesTheKubeletsLabelsAndTheConfigsOwnOverThem) {

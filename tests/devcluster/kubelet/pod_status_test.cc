@@ -4,20 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/devcluster/kubelet/status_condition.h"
+
 namespace ringleader::devcluster::kubelet {
 namespace {
 
 using nlohmann::json;
-
-const json& ConditionOf(const json& status, const std::string& type) {
-  for (const json& condition : status["conditions"]) {
-    if (condition["type"] == type) {
-      return condition;
-    }
-  }
-  static const json kNone;
-  return kNone;
-}
 
 PodView Running() {
   PodView view;
