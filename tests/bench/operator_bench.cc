@@ -34,6 +34,7 @@
 #include "operator/kube/transport.h"
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/bench/bench_args.h"
+#include "tests/devcluster/cluster_objects.h"
 #include "tests/devcluster/devcluster.h"
 #include "tests/devcluster/kubeconfig.h"
 
@@ -199,21 +200,6 @@ void CountAuditedWrites(const std::filesystem::path& path, Result& result) {
   }
 }
 
-// The API server serves a CRD's objects once it is Established.
-void WaitUntilEstablished(kube::Client& client, const std::string& crd) {
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (Clock::now() < deadline) {
-    const json got = client.Get(kube::CustomResourceDefinitions(), "", crd);
-    for (const json& condition : got.value("status", json::object()).value("conditions", json::array())) {
-      if (condition.value("type", "") == "Established" && condition.value("status", "") == "True") {
-        return;
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  throw std::runtime_error("the CRD " + crd + " was not Established within 60 s");
-}
-
 // The counts the operator logs when it stops: {"writes":{"status","creates","deletes","events","failed"}}.
 void ReadOperatorCounts(const std::filesystem::path& log, Result& result) {
   std::ifstream in(log);
@@ -269,8 +255,7 @@ Result RunOnce(const Settings& settings) {
   client_options.qps = 0;
   auto client = kube::MakeClient(kube::LoadKubeconfig(cluster->kubeconfig_path()), client_options);
   const json crd = ringleader::yaml::LoadYamlFile("crds/ringleader.dev_trainingjobs.yaml");
-  client->Create(kube::CustomResourceDefinitions(), "", crd);
-  WaitUntilEstablished(*client, crd["metadata"]["name"]);
+  ringleader::testing::InstallCrd(*client, crd);
   const std::string operator_kubeconfig = OperatorKubeconfig(*client, *cluster, dir);
 
   const auto log = dir / "operator.log";
