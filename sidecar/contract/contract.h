@@ -66,6 +66,10 @@ inline constexpr std::string_view kGpusPerReplica = "RINGLEADER_GPUS_PER_REPLICA
 inline constexpr std::string_view kRendezvousAddr = "RINGLEADER_RENDEZVOUS_ADDR";
 inline constexpr std::string_view kRendezvousPort = "RINGLEADER_RENDEZVOUS_PORT";
 inline constexpr std::string_view kMetricsPort = "RINGLEADER_METRICS_PORT";
+// Set on rank 0's native sidecar when spec.communication.trainerStore is Sidecar: the port (the
+// job's master port) on which it serves PyTorch's TCPStore protocol for the trainers, from before
+// any trainer starts until the Pod ends. Unset: the trainers host their own store.
+inline constexpr std::string_view kTrainerStorePort = "RINGLEADER_TRAINER_STORE_PORT";
 inline constexpr std::string_view kBackend = "RINGLEADER_BACKEND";
 inline constexpr std::string_view kPreflightEnabled = "RINGLEADER_PREFLIGHT_ENABLED";
 inline constexpr std::string_view kPreflightMinBytes = "RINGLEADER_PREFLIGHT_MIN_BYTES";

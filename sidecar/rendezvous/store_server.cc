@@ -364,6 +364,9 @@ class StoreServer::Core {
       fail("listen on", ec);
     }
     port_ = acceptor_.local_endpoint().port();
+    if (options_.make_guest) {
+      guest_ = options_.make_guest(io_);
+    }
     Accept();
     thread_ = std::thread([this] {
       io_.run();
@@ -375,6 +378,7 @@ class StoreServer::Core {
   ~Core() { Stop(); }
 
   std::uint16_t port() const { return port_; }
+  LoopGuest* guest() const { return guest_.get(); }
 
   void Stop() {
     std::lock_guard<std::mutex> stop_lock(stop_mutex_);
@@ -495,6 +499,7 @@ class StoreServer::Core {
 
   const ServerOptions options_;
   asio::io_context io_;
+  std::unique_ptr<LoopGuest> guest_;  // after io_: destroyed before the loop it was built on
   tcp::acceptor acceptor_;
   asio::steady_timer accept_retry_;
   std::uint16_t port_ = 0;
@@ -1026,6 +1031,9 @@ void StoreServer::Core::Shutdown() {
   error_code ignored;
   acceptor_.close(ignored);
   accept_retry_.cancel();
+  if (guest_) {
+    guest_->Shutdown();
+  }
   std::vector<std::shared_ptr<Connection>> all;
   all.reserve(connections_.size());
   for (const auto& [raw, connection] : connections_) {
@@ -1041,6 +1049,8 @@ StoreServer::StoreServer(ServerOptions options) : core_(std::make_unique<Core>(s
 StoreServer::~StoreServer() = default;
 
 std::uint16_t StoreServer::port() const { return core_->port(); }
+
+LoopGuest* StoreServer::guest() const { return core_->guest(); }
 
 void StoreServer::Stop() { core_->Stop(); }
 

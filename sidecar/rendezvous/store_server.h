@@ -14,7 +14,21 @@
 
 #include "sidecar/rendezvous/protocol.h"
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace ringleader::rendezvous {
+
+// Another server that shares the store's event loop and thread (the TCPStore-protocol server on
+// MASTER_PORT), so one thread serves every rendezvous connection of the Pod.
+class LoopGuest {
+ public:
+  virtual ~LoopGuest() = default;
+  // On the loop's thread when the store stops: close the listener and every connection, so the
+  // loop runs dry. The guest is destroyed after the loop's thread has ended.
+  virtual void Shutdown() = 0;
+};
 
 // Why the server closed a connection; the metrics layer labels by these, so the set is fixed.
 namespace refusal {
@@ -59,6 +73,9 @@ struct ServerOptions {
   // Called on the server's thread with a refusal:: reason each time it closes a connection for
   // cause. Must not block and must not call Stop().
   std::function<void(std::string_view reason)> on_refused;
+  // Builds a guest on the store's event loop before the loop starts (on the constructing thread,
+  // so a guest that cannot bind throws from StoreServer's constructor). Unset: no guest.
+  std::function<std::unique_ptr<LoopGuest>(boost::asio::io_context& loop)> make_guest;
 };
 
 struct ServerStats {
@@ -103,6 +120,8 @@ class StoreServer {
 
   // The bound port (the ephemeral one when options.port was 0).
   std::uint16_t port() const;
+  // What options.make_guest built, or nullptr; lives until the server is destroyed.
+  LoopGuest* guest() const;
   // Closes the listener and every connection (pending waits get nothing) and joins the thread.
   // Idempotent; must not be called from on_refused.
   void Stop();
