@@ -53,6 +53,20 @@ inline constexpr std::string_view kPetMasterAddr = "PET_MASTER_ADDR";
 inline constexpr std::string_view kPetMasterPort = "PET_MASTER_PORT";
 inline constexpr std::string_view kSparePort = "RINGLEADER_SPARE_PORT";
 inline constexpr std::string_view kContractFile = "RINGLEADER_CONTRACT_FILE";
+// With spec.communication.trainerStore Sidecar, for trainers whose own env leaves them unset (not
+// reserved: a container's own entry wins). torch's env:// then makes every rank, rank 0 included,
+// a client of the store at MASTER_ADDR:MASTER_PORT (rank 0's sidecar), its keys under
+// /worker/attempt_<TORCHELASTIC_RESTART_COUNT>; the value must be exactly "True".
+inline constexpr std::string_view kTorchelasticUseAgentStore = "TORCHELASTIC_USE_AGENT_STORE";
+// The gang attempt the Pod was created for (the value of RINGLEADER_ATTEMPT).
+inline constexpr std::string_view kTorchelasticRestartCount = "TORCHELASTIC_RESTART_COUNT";
+// torchrun's --rdzv-backend, --rdzv-endpoint, --rdzv-id and --rdzv-conf: c10d rendezvous of the
+// agents on the sidecar's store (<MASTER_ADDR>:<MASTER_PORT>), id <job uid>-<attempt>, conf
+// "is_host=false" so no agent tries to host it.
+inline constexpr std::string_view kPetRdzvBackend = "PET_RDZV_BACKEND";
+inline constexpr std::string_view kPetRdzvEndpoint = "PET_RDZV_ENDPOINT";
+inline constexpr std::string_view kPetRdzvId = "PET_RDZV_ID";
+inline constexpr std::string_view kPetRdzvConf = "PET_RDZV_CONF";
 
 // Environment the sidecar reads (it never talks to the Kubernetes API).
 inline constexpr std::string_view kJobName = "RINGLEADER_JOB_NAME";
