@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Data-parallel training with PyTorch DDP over Gloo on CPU, joined through torch's env://
-rendezvous from the MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE that ringleader injects (no
-torchrun). Every rank ends by printing a line the ranks can be compared by:
-"final steps N checksum C weights w0 w1 ...". Any failure (a peer gone, a port taken) ends the
-process non-zero, so ringleader restarts the gang."""
+rendezvous from the MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE that ringleader injects, or that
+torchrun sets for each worker it starts. With TORCHELASTIC_USE_AGENT_STORE=True (ringleader's
+default) every rank, rank 0 included, is a client of the store on MASTER_PORT, which rank 0's
+sidecar serves; otherwise rank 0 hosts that store itself. Every rank ends by printing a line the
+ranks can be compared by: "final steps N checksum C weights w0 w1 ...". Any failure (a peer gone,
+a port taken) ends the process non-zero, so ringleader restarts the gang."""
 
 import argparse
 import datetime
@@ -30,8 +32,8 @@ def parse_args():
     parser.add_argument("--timeout-seconds", type=int, default=60,
                         help="how long joining the world and each collective may take")
     parser.add_argument("--master-port", type=int, default=0,
-                        help="listen on this port instead of MASTER_PORT (a fixed port, the way "
-                             "other operators hand one out; for comparison only)")
+                        help="host the store on this port instead of using MASTER_PORT (a fixed "
+                             "port, the way other operators hand one out; for comparison only)")
     return parser.parse_args()
 
 
@@ -86,8 +88,15 @@ def main():
         required_env("MASTER_ADDR")
         if args.master_port:
             os.environ["MASTER_PORT"] = str(args.master_port)
+            os.environ.pop("TORCHELASTIC_USE_AGENT_STORE", None)  # rank 0 hosts the store
         port = required_env("MASTER_PORT")
-        print(f"rank {rank} of {world_size}: joining {os.environ['MASTER_ADDR']}:{port} (gloo)", flush=True)
+        # Whose store the ranks meet in: a client of someone else's (the sidecar's, or torchrun's
+        # agent's) under /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, or rank 0's own.
+        agent_store = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = f"client, attempt {os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}" if agent_store else "rank 0 hosts"
+        local_rank = os.environ.get("LOCAL_RANK", "0")
+        print(f"rank {rank} of {world_size}: joining {os.environ['MASTER_ADDR']}:{port} (gloo) "
+              f"local rank {local_rank}, store {store}, torch {torch.__version__}", flush=True)
         dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world_size,
                                 timeout=datetime.timedelta(seconds=args.timeout_seconds))
         train(args, rank, world_size)
