@@ -199,6 +199,18 @@ StallAction ParseStallAction(const Reader& telemetry) {
   return StallAction::kReport;
 }
 
+TrainerStore ParseTrainerStore(const Reader& comm) {
+  std::string name = "Sidecar";
+  comm.String("trainerStore", &name);
+  if (name == "Trainer") {
+    return TrainerStore::kTrainer;
+  }
+  if (name != "Sidecar") {
+    comm.Fail("trainerStore", "must be one of Sidecar, Trainer, got \"" + name + "\"");
+  }
+  return TrainerStore::kSidecar;
+}
+
 FailureAction ParseAction(const Reader& rule) {
   std::string name;
   rule.String("action", &name);
@@ -355,6 +367,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
 
   const Reader comm = spec.Object("communication");
   out.communication.backend = ParseBackend(comm);
+  out.communication.trainer_store = ParseTrainerStore(comm);
   const Reader preflight = comm.Object("preflight");
   PreflightSpec& pf = out.communication.preflight;
   preflight.Bool("enabled", &pf.enabled);
@@ -558,6 +571,10 @@ std::string_view SuccessPolicyName(SuccessPolicy policy) {
 
 std::string_view StallActionName(StallAction action) {
   return action == StallAction::kRestart ? "Restart" : "Report";
+}
+
+std::string_view TrainerStoreName(TrainerStore store) {
+  return store == TrainerStore::kTrainer ? "Trainer" : "Sidecar";
 }
 
 std::string_view SchedulingProviderName(SchedulingProvider provider) {
@@ -814,6 +831,7 @@ json TrainingJob::ToJson() const {
 
   json& comm = ObjectAt(spec_json, "communication");
   comm["backend"] = BackendName(spec.communication.backend);
+  comm["trainerStore"] = TrainerStoreName(spec.communication.trainer_store);
   json& preflight = ObjectAt(comm, "preflight");
   const PreflightSpec& pf = spec.communication.preflight;
   preflight["enabled"] = pf.enabled;

@@ -59,8 +59,16 @@ struct TelemetrySpec {
   StallAction on_stall = StallAction::kReport;
 };
 
+// spec.communication.trainerStore: who serves the trainers' torch.distributed store on the job's
+// master port (operator/planner/pod_builder.cc injects what each needs).
+enum class TrainerStore {
+  kSidecar,  // rank 0's native sidecar serves PyTorch's TCPStore protocol; every trainer connects
+  kTrainer,  // rank 0's trainer (or torchrun's agent) binds the port and hosts it, as torch does
+};
+
 struct CommunicationSpec {
   Backend backend = Backend::kAuto;
+  TrainerStore trainer_store = TrainerStore::kSidecar;
   PreflightSpec preflight;
   MonitorSpec monitor;
   TelemetrySpec telemetry;
@@ -321,6 +329,7 @@ std::string_view SuccessPolicyName(SuccessPolicy policy);
 std::string_view ExitCodeOperatorName(ExitCodeOperator op);
 std::string_view SchedulingProviderName(SchedulingProvider provider);
 std::string_view StallActionName(StallAction action);  // "Report", "Restart"
+std::string_view TrainerStoreName(TrainerStore store);  // "Sidecar", "Trainer"
 
 // RFC 3339 with second precision, as the Kubernetes API writes timestamps.
 std::string FormatTime(Time time);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -71,6 +72,75 @@ json TrainerEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPo
       EnvVar(env::kSparePort, std::to_string(ports.spare)),
       EnvVar(env::kContractFile, std::string(contract::path::kContractFile)),
   });
+}
+
+// The names a container's own env entries set (by value or valueFrom).
+std::set<std::string, std::less<>> OwnEnvNames(const json& container) {
+  std::set<std::string, std::less<>> names;
+  const auto env_list = container.find("env");
+  if (env_list == container.end() || !env_list->is_array()) {
+    return names;
+  }
+  for (const json& entry : *env_list) {
+    const json name = entry.is_object() ? entry.value("name", json()) : json();
+    if (name.is_string()) {
+      names.insert(name.get<std::string>());
+    }
+  }
+  return names;
+}
+
+// A container whose own env names the rendezvous endpoint, or a backend other than a plain c10d,
+// runs torchrun's rendezvous its own way: our endpoint, id and is_host=false would only break it.
+bool OwnsTorchrunRendezvous(const json& container) {
+  const auto env_list = container.find("env");
+  if (env_list == container.end() || !env_list->is_array()) {
+    return false;
+  }
+  for (const json& entry : *env_list) {
+    if (!entry.is_object()) {
+      continue;
+    }
+    const json name = entry.value("name", json());
+    if (name == env::kPetRdzvEndpoint) {
+      return true;
+    }
+    if (name == env::kPetRdzvBackend &&
+        !(entry.contains("value") && entry["value"] == "c10d" && !entry.contains("valueFrom"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// With spec.communication.trainerStore Sidecar, what makes each of `container`'s processes a
+// client of the store rank 0's sidecar serves on the master port, never its host: torch's env://
+// connects every rank there when TORCHELASTIC_USE_AGENT_STORE is "True" (keys under
+// /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, so each gang attempt starts clean), and torchrun's
+// agents meet there through c10d rendezvous with is_host=false. A name the container sets itself
+// is left to it.
+json TrainerStoreEnv(const api::TrainingJob& job, std::int64_t attempt, const api::JobPorts& ports,
+                     const std::string& master_addr, const json& container) {
+  json entries = json::array();
+  if (job.spec.communication.trainer_store != api::TrainerStore::kSidecar) {
+    return entries;
+  }
+  const auto own = OwnEnvNames(container);
+  auto add = [&](std::string_view name, const std::string& value) {
+    if (!own.contains(name)) {
+      entries.push_back(EnvVar(name, value));
+    }
+  };
+  add(env::kTorchelasticUseAgentStore, "True");
+  add(env::kTorchelasticRestartCount, std::to_string(attempt));
+  if (!OwnsTorchrunRendezvous(container)) {
+    add(env::kPetRdzvBackend, "c10d");
+    add(env::kPetRdzvEndpoint, master_addr + ":" + std::to_string(ports.master));
+    // A new id per attempt: a restarted gang never meets an earlier attempt's rendezvous state.
+    add(env::kPetRdzvId, job.metadata.uid + "-" + std::to_string(attempt));
+    add(env::kPetRdzvConf, "is_host=false");
+  }
+  return entries;
 }
 
 // What both of ringleader's containers read; `backend` is the one that container runs and `mode`
@@ -183,6 +253,10 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
   runs.communication.preflight.enabled = false;
   json env_list =
       SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(), contract::mode::kSidecar);
+  const bool serves_trainer_store = job.spec.communication.trainer_store == api::TrainerStore::kSidecar;
+  if (serves_trainer_store && rank == 0) {
+    env_list.push_back(EnvVar(env::kTrainerStorePort, std::to_string(ports.master)));
+  }
   json mounts = RingleaderMounts();
   // Telemetry is the sidecar's alone: the preflight's sweep is no training.
   const bool telemetry = job.spec.communication.telemetry.enabled;
@@ -203,15 +277,21 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
   }
   constexpr std::int64_t startup_failures =
       (kStartupBudgetSeconds + kStartupProbePeriodSeconds - 1) / kStartupProbePeriodSeconds;
+  // The master port is declared on every rank, as the trainer declares it with trainerStore
+  // Trainer: each Pod holds the whole block on its node (hostPort), whoever binds it.
+  json sidecar_ports = json::array();
+  if (serves_trainer_store) {
+    sidecar_ports.push_back(PortEntry(contract::PortRole::kMaster, ports.master, host_network));
+  }
+  sidecar_ports.push_back(PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network));
+  sidecar_ports.push_back(PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network));
   return {
       {"name", contract::kSidecarContainerName},
       {"image", config.sidecar_image},
       // A native sidecar: starts before the trainers, stops after them, never holds the Pod open.
       {"restartPolicy", "Always"},
       {"env", std::move(env_list)},
-      {"ports",
-       json::array({PortEntry(contract::PortRole::kRendezvous, ports.rendezvous, host_network),
-                    PortEntry(contract::PortRole::kMetrics, ports.metrics, host_network)})},
+      {"ports", std::move(sidecar_ports)},
       {"startupProbe", HttpProbe(contract::endpoint::kHealthz, ports.metrics,
                                  kStartupProbePeriodSeconds, startup_failures)},
       {"livenessProbe", HttpProbe(contract::endpoint::kHealthz, ports.metrics, 10, 6)},
@@ -436,9 +516,13 @@ bool AsksForGpus(const json& container) {
 }
 
 void AddTrainerParts(json& container, const json& trainer_env, bool first, const api::TrainingJob& job,
-                     const api::JobPorts& ports, bool host_network) {
+                     std::int64_t attempt, const api::JobPorts& ports, const std::string& master_addr,
+                     bool host_network) {
   // Ours first, so the user's own env values may refer to them as $(MASTER_ADDR).
   json env_list = trainer_env;
+  for (json& entry : TrainerStoreEnv(job, attempt, ports, master_addr, container)) {
+    env_list.push_back(std::move(entry));
+  }
   const bool load_plugin = job.spec.communication.telemetry.enabled && !SetsProfilerPlugin(container);
   if (load_plugin) {
     // NCCL dlopen()s the value as given first, so a full path works (2.23-2.26 and 2.27.5 on;
@@ -463,7 +547,9 @@ void AddTrainerParts(json& container, const json& trainer_env, bool first, const
     return;
   }
   json container_ports = container.value("ports", json::array());
-  container_ports.push_back(PortEntry(contract::PortRole::kMaster, ports.master, host_network));
+  if (job.spec.communication.trainer_store == api::TrainerStore::kTrainer) {
+    container_ports.push_back(PortEntry(contract::PortRole::kMaster, ports.master, host_network));  // it binds it
+  }
   container_ports.push_back(PortEntry(contract::PortRole::kSpare, ports.spare, host_network));
   container["ports"] = std::move(container_ports);
   if (job.spec.gpus_per_replica > 0 && !AsksForGpus(container)) {
@@ -558,7 +644,7 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   const json trainer_env = TrainerEnv(job, rank, ports, master_addr);
   json& containers = spec["containers"];
   for (std::size_t i = 0; i < containers.size(); ++i) {
-    AddTrainerParts(containers[i], trainer_env, i == 0, job, ports, host_network);
+    AddTrainerParts(containers[i], trainer_env, i == 0, job, attempt, ports, master_addr, host_network);
   }
 
   // The sidecar first (it serves the store before anyone joins), the user's init containers, and

@@ -1,8 +1,10 @@
-// Builds one rank's Pod from the user's template: the env contract in every trainer container,
-// the ringleader sidecar as a native sidecar, the preflight as the last init container (holding
-// the trainers' devices and fabric settings; the trainers start once it exits 0), the NCCL
-// profiler plugin for the trainers (spec.communication.telemetry), DNS identity, volumes, ports
-// (and host ports with hostNetwork) and GPUs.
+// Builds one rank's Pod from the user's template: the env contract in every trainer container
+// (with spec.communication.trainerStore Sidecar, also what makes each trainer a client of the
+// TCPStore that rank 0's sidecar serves on the master port), the ringleader sidecar as a native
+// sidecar, the preflight as the last init container (holding the trainers' devices and fabric
+// settings; the trainers start once it exits 0), the NCCL profiler plugin for the trainers
+// (spec.communication.telemetry), DNS identity, volumes, ports (and host ports with hostNetwork)
+// and GPUs.
 #pragma once
 
 #include <cstdint>

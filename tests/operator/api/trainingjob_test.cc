@@ -69,6 +69,7 @@ void ExpectSameSpec(const TrainingJobSpec& actual, const TrainingJobSpec& expect
   const CommunicationSpec& a = actual.communication;
   const CommunicationSpec& e = expected.communication;
   EXPECT_EQ(a.backend, e.backend);
+  EXPECT_EQ(a.trainer_store, e.trainer_store);
   EXPECT_EQ(a.preflight.enabled, e.preflight.enabled);
   EXPECT_EQ(a.preflight.min_bytes, e.preflight.min_bytes);
   EXPECT_EQ(a.preflight.max_bytes, e.preflight.max_bytes);
@@ -130,6 +131,7 @@ TEST(TrainingJobFromJsonTest, StructDefaultsMatchTheCrdSchemaDefaults) {
   ASSERT_TRUE(comm["telemetry"].contains("enabled")) << defaulted.dump(2);
   ASSERT_TRUE(comm["telemetry"].contains("stallSeconds")) << defaulted.dump(2);
   ASSERT_EQ(comm["telemetry"]["onStall"], "Report") << defaulted.dump(2);
+  ASSERT_EQ(comm["trainerStore"], "Sidecar") << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"].contains("backoffLimit")) << defaulted.dump(2);
   ASSERT_EQ(defaulted["spec"]["runPolicy"]["successPolicy"], "AllRanks") << defaulted.dump(2);
   ASSERT_TRUE(defaulted["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"].contains("initialSeconds"))
@@ -174,6 +176,7 @@ spec:
   networking: {hostNetwork: true}
   communication:
     backend: nccl
+    trainerStore: Trainer
     preflight: {enabled: false, minBytes: 8Mi, maxBytes: 1Gi, stepFactor: 4,
                 minBusBandwidth: 300G, timeoutSeconds: 600}
     monitor: {enabled: false, intervalSeconds: 300, messageBytes: 256Mi}
@@ -204,6 +207,7 @@ spec:
   expected.processes_per_replica = 4;
   expected.host_network = true;
   expected.communication.backend = Backend::kNccl;
+  expected.communication.trainer_store = TrainerStore::kTrainer;
   expected.communication.preflight = {.enabled = false,
                                       .min_bytes = 8 << 20,
                                       .max_bytes = 1 << 30,
@@ -399,6 +403,7 @@ spec:
   networking: {hostNetwork: true}
   communication:
     backend: nccl
+    trainerStore: Sidecar
     preflight: {enabled: true, minBytes: 1Mi, maxBytes: 67108864, stepFactor: 2,
                 minBusBandwidth: 40G, timeoutSeconds: 300}
     monitor: {enabled: true, intervalSeconds: 60, messageBytes: 16Mi}
@@ -697,6 +702,10 @@ INSTANTIATE_TEST_SUITE_P(
                       "spec.communication.backend: must be a string, got 3"},
         TypeErrorCase{"BackendUnknown", "/spec/communication", json{{"backend", "mpi"}},
                       R"(spec.communication.backend: must be one of auto, nccl, gloo, got "mpi")"},
+        TypeErrorCase{"TrainerStoreUnknown", "/spec/communication", json{{"trainerStore", "Host"}},
+                      R"(spec.communication.trainerStore: must be one of Sidecar, Trainer, got "Host")"},
+        TypeErrorCase{"TrainerStoreBool", "/spec/communication", json{{"trainerStore", true}},
+                      "spec.communication.trainerStore: must be a string, got true"},
         TypeErrorCase{"CommunicationString", "/spec/communication", "nccl",
                       R"(spec.communication: must be an object, got "nccl")"},
         TypeErrorCase{"PreflightEnabledString", "/spec/communication",

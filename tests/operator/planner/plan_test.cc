@@ -117,6 +117,13 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
       {"RINGLEADER_SPARE_PORT", "61003"},
       {"RINGLEADER_CONTRACT_FILE", "/var/run/ringleader/run/contract.json"},
       {"NCCL_PROFILER_PLUGIN", "/var/run/ringleader/profiler/libnccl-profiler-ringleader.so"},
+      // spec.communication.trainerStore Sidecar (the default): a client of rank 0's sidecar store.
+      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+      {"TORCHELASTIC_RESTART_COUNT", "0"},
+      {"PET_RDZV_BACKEND", "c10d"},
+      {"PET_RDZV_ENDPOINT", "demo-0.demo.default.svc.cluster.local:61000"},
+      {"PET_RDZV_ID", "job-uid-1-0"},
+      {"PET_RDZV_CONF", "is_host=false"},
   };
   for (const auto& [name, value] : expected) {
     EXPECT_EQ(EnvValue(trainer, name), value) << name;
@@ -271,6 +278,11 @@ TEST(PlanTest, FailedPodCausesGangRestartNamingTheRank) {
     // The sidecar holds out for the new attempt's rank 0 (rendezvous/store_client.h).
     EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_ATTEMPT"), "1") << name;
     EXPECT_EQ(EnvValue(Trainer(pod), "MASTER_PORT"), "61000");
+    // The trainers' keys go under the new attempt's prefix in the store that rank 0's sidecar
+    // kept, and torchrun's agents meet in a new rendezvous.
+    EXPECT_EQ(EnvValue(Trainer(pod), "TORCHELASTIC_RESTART_COUNT"), "1") << name;
+    EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_ID"), "job-uid-1-1") << name;
+    EXPECT_EQ(EnvValue(Sidecar(pod), "RINGLEADER_TRAINER_STORE_PORT"), rank == 0 ? "61000" : "<unset>") << name;
   }
   cluster.SetAllPhases("Running");
   cluster.ReconcileUntilStable(At(31));
@@ -574,8 +586,8 @@ TEST(PlanTest, AJobThatLeavesHostNetworkUnsetTakesTheOperatorsDefault) {
   const json& pod = defaulted.pods().at("rdma-0");
   EXPECT_EQ(pod["spec"]["hostNetwork"], true);
   EXPECT_EQ(pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
-  EXPECT_EQ(Trainer(pod)["ports"][0]["hostPort"], 61000);
-  EXPECT_EQ(Sidecar(pod)["ports"][0]["hostPort"], 61001);
+  EXPECT_EQ(Sidecar(pod)["ports"][0]["hostPort"], 61000);  // rl-master: the sidecar serves the trainers' store
+  EXPECT_EQ(Trainer(pod)["ports"][0]["hostPort"], 61003);  // rl-spare
 
   // A job that says false keeps Pod networking whatever the default.
   json explicit_job = MinimalJob("lan", 2);
