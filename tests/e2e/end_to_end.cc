@@ -77,6 +77,21 @@ std::string SidecarScrapeConfig(const std::filesystem::path& targets) {
          targets.string() + "']\n        refresh_interval: 1s\n";
 }
 
+std::filesystem::path WriteLauncher(const std::filesystem::path& path, const std::filesystem::path& interpreter,
+                                    const std::filesystem::path& script) {
+  {
+    std::ofstream out(path);
+    out << "#!/bin/sh\nexec '" << interpreter.string() << "' '" << script.string() << "' \"$@\"\n";
+    if (!out) {
+      throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  return path;
+}
+
 std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env) {
   std::vector<int> found;
   std::error_code ignored;
@@ -109,10 +124,17 @@ EndToEnd::EndToEnd(const std::function<void(devcluster::Options&)>& customize, O
   options.data_dir = (dir_ / "devcluster").string();
   options.run_pods = true;
   // The PyTorch example's image stands for its script, whose #! line names Debian's Python
-  // (python3-torch); the tests run from the repository root.
-  options.images = {{"ringleader/sidecar", RINGLEADER_SIDECAR_PATH},
-                    {"ringleader/example-trainer", RINGLEADER_EXAMPLE_TRAINER_PATH},
-                    {"ringleader/pytorch-example", std::filesystem::absolute("examples/pytorch/train.py")}};
+  // (python3-torch, 1.13); its tag kTorch2Tag, and the torchrun image, for the same script under
+  // the project's current PyTorch (scripts/install-torch). The tests run from the repository root.
+  const std::filesystem::path script = std::filesystem::absolute("examples/pytorch/train.py");
+  const std::filesystem::path venv = std::filesystem::absolute(kTorchVenv);
+  options.images = {
+      {"ringleader/sidecar", RINGLEADER_SIDECAR_PATH},
+      {"ringleader/example-trainer", RINGLEADER_EXAMPLE_TRAINER_PATH},
+      {"ringleader/pytorch-example", script},
+      {std::string("ringleader/pytorch-example:") + kTorch2Tag,
+       WriteLauncher(dir_ / "pytorch-example-torch2", venv / "bin" / "python", script)},
+      {"ringleader/pytorch-torchrun-example", WriteLauncher(dir_ / "pytorch-torchrun-example", venv / "bin" / "torchrun", script)}};
   // Its own namespaces, so end-to-end tests may run beside each other.
   options.network_prefix = "rle" + std::to_string(::getpid());
   if (customize) {

@@ -40,6 +40,16 @@ std::string SidecarScrapeConfig(const std::filesystem::path& targets);
 // A program in .deps/bin (run from the repository root) or on PATH; empty when there is none.
 std::filesystem::path FindProgram(const std::string& name);
 
+// The project's current PyTorch (scripts/install-torch), relative to the repository root, and the
+// tag of the PyTorch example's image that runs train.py under it (untagged or any other tag: 1.13).
+inline constexpr char kTorchVenv[] = ".deps/torch-venv";
+inline constexpr char kTorch2Tag[] = "2.15";
+
+// Writes an executable shell script at `path` that runs `interpreter script "$@"`: an image that
+// stands for a script under a Python (or torchrun) other than its #! line's. Returns `path`.
+std::filesystem::path WriteLauncher(const std::filesystem::path& path, const std::filesystem::path& interpreter,
+                                    const std::filesystem::path& script);
+
 // Processes on this machine whose environment has every NAME=VALUE in `env` (read from /proc).
 std::vector<int> ProcessesWithEnv(const std::vector<std::string>& env);
 
