@@ -139,6 +139,12 @@ json TrainerStoreEnv(const api::TrainingJob& job, std::int64_t attempt, const ap
     // A new id per attempt: a restarted gang never meets an earlier attempt's rendezvous state.
     add(env::kPetRdzvId, job.metadata.uid + "-" + std::to_string(attempt));
     add(env::kPetRdzvConf, "is_host=false");
+    // The address the agent gives its peers: the one that becomes rendezvous rank 0 hosts its
+    // workers' store there (torch 2.4+), and its default, the host's FQDN, need not resolve to
+    // this Pod (it never does for a Pod whose hostname is not in DNS).
+    if (!own.contains(env::kPetLocalAddr)) {
+      entries.push_back(FieldRefEnv(env::kPetLocalAddr, "status.podIP"));
+    }
   }
   return entries;
 }

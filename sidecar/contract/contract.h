@@ -67,6 +67,8 @@ inline constexpr std::string_view kPetRdzvBackend = "PET_RDZV_BACKEND";
 inline constexpr std::string_view kPetRdzvEndpoint = "PET_RDZV_ENDPOINT";
 inline constexpr std::string_view kPetRdzvId = "PET_RDZV_ID";
 inline constexpr std::string_view kPetRdzvConf = "PET_RDZV_CONF";
+// torchrun's --local-addr, with the four above: the Pod's IP (status.podIP).
+inline constexpr std::string_view kPetLocalAddr = "PET_LOCAL_ADDR";
 
 // Environment the sidecar reads (it never talks to the Kubernetes API).
 inline constexpr std::string_view kJobName = "RINGLEADER_JOB_NAME";

@@ -124,6 +124,7 @@ TEST(PlanTest, PodCarriesTheEnvContractIdentityAndNativeSidecar) {
       {"PET_RDZV_ENDPOINT", "demo-0.demo.default.svc.cluster.local:61000"},
       {"PET_RDZV_ID", "job-uid-1-0"},
       {"PET_RDZV_CONF", "is_host=false"},
+      {"PET_LOCAL_ADDR", ""},  // from status.podIP
   };
   for (const auto& [name, value] : expected) {
     EXPECT_EQ(EnvValue(trainer, name), value) << name;

@@ -30,7 +30,8 @@ constexpr char kMasterAddr[] = "train-0.train.default.svc.cluster.local";
 // The names the operator adds for trainerStore Sidecar.
 const std::vector<std::string> kStoreEnv = {"TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_RESTART_COUNT",
                                             "PET_RDZV_BACKEND",             "PET_RDZV_ENDPOINT",
-                                            "PET_RDZV_ID",                  "PET_RDZV_CONF"};
+                                            "PET_RDZV_ID",                  "PET_RDZV_CONF",
+                                            "PET_LOCAL_ADDR"};
 
 struct Built {
   json pod;
@@ -142,6 +143,13 @@ TEST(TrainerStoreTest, EveryTrainerIsAClientOfTheSidecarsStoreUnderItsAttempt) {
                 EnvValue(trainer, "MASTER_ADDR") + ":" + EnvValue(trainer, "MASTER_PORT"));
       EXPECT_EQ(EnvValue(trainer, "PET_RDZV_ID"), "3f1c9a5e-2b7d-4e8a-9c61-0d2f4b6a8e10-" + attempt_text);
       EXPECT_EQ(EnvValue(trainer, "PET_RDZV_CONF"), "is_host=false");
+      // The agent's own address, where the rendezvous's rank 0 hosts its workers' store.
+      EXPECT_EQ(EnvCount(trainer, "PET_LOCAL_ADDR"), 1);
+      for (const json& entry : trainer["env"]) {
+        if (entry["name"] == "PET_LOCAL_ADDR") {
+          EXPECT_EQ(entry["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+        }
+      }
     }
   }
 }
@@ -240,7 +248,7 @@ TEST(TrainerStoreTest, AContainerWithItsOwnTorchrunRendezvousGetsNoneOfOurs) {
     SCOPED_TRACE(c.name);
     const Built built = Build(1, 0, [&](json& job) { SetTrainerEnv(job, c.env); });
     const json& trainer = built.Trainer();
-    for (const char* name : {"PET_RDZV_BACKEND", "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_RDZV_CONF"}) {
+    for (const char* name : {"PET_RDZV_BACKEND", "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_RDZV_CONF", "PET_LOCAL_ADDR"}) {
       const bool own = c.env[0]["name"] == name;
       EXPECT_EQ(EnvCount(trainer, name), own || c.ours ? 1 : 0) << name;
     }
