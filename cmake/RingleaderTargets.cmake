@@ -124,7 +124,8 @@ function(ringleader_test source)
     DISCOVERY_TIMEOUT 60 PROPERTIES ${properties})
 endfunction()
 
-# ringleader_benchmark(SOURCE DEPS ...): a Google Benchmark program; not run by ctest.
+# ringleader_benchmark(SOURCE DEPS ...): a Google Benchmark program; ctest runs it only once, at
+# a tiny size (bench-smoke, tests/bench/CMakeLists.txt).
 function(ringleader_benchmark source)
   if(NOT RINGLEADER_BENCHMARKS)
     return()

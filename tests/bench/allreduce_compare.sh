@@ -2,13 +2,16 @@
 # All-reduce bus bandwidth of 4 ranks on loopback: the sidecar's preflight (4 ringleader-sidecar
 # processes, Gloo) against gloo::allreduce called directly, Open MPI's MPI_Allreduce over TCP, and
 # iperf3's loopback throughput as the ceiling. Repetitions interleave the three; medians printed.
-#   tests/bench/allreduce_compare.sh [build_dir] [repetitions] [warmup] [iters]
+#   tests/bench/allreduce_compare.sh [build_dir] [repetitions] [warmup] [iters] [max_bytes]
+# (max_bytes: the largest size, 256 MiB by default; CI's smoke run gives 1 MiB.)
 set -euo pipefail
 build=$(realpath "${1:-build/release}")
 reps=${2:-3}
 warmup=${3:-1}
 iters=${4:-4}
-min=$((1 << 20)); max=$((256 << 20)); factor=4; ranks=4
+max=${5:-$((256 << 20))}
+min=$((1 << 20)); factor=4; ranks=4
+((min <= max)) || min=$max
 source "$(dirname "$0")/sidecar_env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

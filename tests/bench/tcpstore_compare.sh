@@ -1,61 +1,76 @@
 #!/usr/bin/env bash
-# Rendezvous (join + barrier + rank 0's record) of N ranks: ringleader's StoreServer
-# (rendezvous_bench: 2 threads x 1,024 async connections) against PyTorch's c10d::TCPStore
-# (tcpstore_rendezvous_bench: 2 processes x 1,024 blocking threads), each starting its own server.
-# Both have 2,048 ranks joining at once. Prints a markdown table of medians and the ratio; where
-# TCPStore stops, the row says why.
-#   tests/bench/tcpstore_compare.sh [build_dir] [ranks] [repetitions] [wait|poll] [timeout_s]
+# The headline rendezvous comparison: N ranks meet, every rank a c10d::TCPStore client (as
+# init_process_group has them with TORCHELASTIC_USE_AGENT_STORE=True), through ringleader's
+# TCPStore-protocol server (the sidecar's, ringleader_tcpstore_server) and through PyTorch's own
+# servers, with the same clients (tcpstore_rendezvous_bench.cc):
+# - torch2: PyTorch 2.x's clients (tcpstore_rendezvous_bench_torch2) meet in 2.x's libuv server
+#   (its default), its legacy threaded server (use_libuv=False) and ringleader's;
+# - torch1: Debian's libtorch 1.13 clients (tcpstore_rendezvous_bench) meet in 1.13's server and
+#   ringleader's (a 1.13 client speaks another dialect of the protocol than a 2.x one).
+# Each program interleaves its servers' repetitions. Prints a markdown table per client set, with
+# the medians, ringleader's ratio to each PyTorch server and each server's growth from 4,096 to
+# 16,384 ranks; where a server stops, the row says why.
+#   tests/bench/tcpstore_compare.sh [build_dir] [ranks] [repetitions] [client sets] [timeout_s]
 set -euo pipefail
 build=${1:-build/bench}
-ranks=${2:-1024,4096,8192,16384}
+ranks=${2:-1024,4096,16384}
 reps=${3:-3}
-barrier=${4:-wait}
+client_sets=${4:-torch2,torch1}
 timeout_s=${5:-300}  # each TCPStore operation's; 300 s is TCPStore's own default
-case $barrier in
-  wait | poll) ;;
-  *) echo "barrier must be wait or poll" >&2; exit 2 ;;
-esac
-# It builds what it runs; the libtorch program is opt-in (RINGLEADER_TORCH_BENCHMARKS).
 top=$(cd "$(dirname "$0")/../.." && pwd)
-cmake -S "$top" -B "$build" -DRINGLEADER_TORCH_BENCHMARKS=ON >/dev/null
-cmake --build "$build" --target rendezvous_bench tcpstore_rendezvous_bench >/dev/null ||
-  echo "building the benchmarks failed (tcpstore_rendezvous_bench needs libtorch-dev)" >&2
-for program in rendezvous_bench tcpstore_rendezvous_bench; do
-  if [[ ! -x $build/tests/bench/$program ]]; then
-    echo "no $build/tests/bench/$program (tcpstore_rendezvous_bench needs libtorch-dev)" >&2
-    exit 2
-  fi
-done
+# It builds what it runs (the libtorch programs wherever their libtorch is installed).
+cmake -S "$top" -B "$build" -DRINGLEADER_BENCHMARKS=ON -DRINGLEADER_TORCH_BENCHMARKS=ON >/dev/null
+cmake --build "$build" --target ringleader_tcpstore_server >/dev/null
 ulimit -n "$(ulimit -Hn)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-torch=$(dpkg-query -W -f '${Version}' libtorch-dev 2>/dev/null || echo unknown)
-echo "# $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); libtorch-dev $torch"
-# One rank count at a time, ringleader then TCPStore, so that both see about the same load.
-for n in ${ranks//,/ }; do
-  "$build/tests/bench/rendezvous_bench" --ranks "$n" --repetitions "$reps" \
-    --threads 2 --window 1024 | tee -a "$work/ours"
-  "$build/tests/bench/tcpstore_rendezvous_bench" --ranks "$n" --repetitions "$reps" \
-    --processes 2 --threads 1024 --barrier "$barrier" --timeout-s "$timeout_s" |
-    tee -a "$work/torch"
-  echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for set in ${client_sets//,/ }; do
+  case $set in
+    torch2) program=tcpstore_rendezvous_bench_torch2 servers=ringleader,tcpstore,tcpstore-legacy ;;
+    torch1) program=tcpstore_rendezvous_bench servers=ringleader,tcpstore ;;
+    *) echo "client sets are torch2 and torch1, not $set" >&2; exit 2 ;;
+  esac
+  cmake --build "$build" --target "$program" >/dev/null ||
+    { echo "cannot build $program (its libtorch is missing?)" >&2; exit 2; }
+  "$build/tests/bench/$program" --ranks "$ranks" --repetitions "$reps" --servers "$servers" \
+    --timeout-s "$timeout_s" | tee "$work/$set"
 done
-echo
-echo "| ranks | ringleader StoreServer (median s) | PyTorch TCPStore (median s) |" \
-  "ringleader / TCPStore |"
-echo "|---|---|---|---|"
-# Rows in rendezvous_bench's order; "ranks=N median=S" or "ranks=N stopped|skipped: why".
-awk '
-  { n = substr($1, 7); result = $0; sub(/^ranks=[0-9]+ /, "", result) }
-  FNR == NR && /^ranks=/ { order[++count] = n; ours[n] = result; next }
-  /^ranks=/ { torch[n] = result }
-  END {
-    for (i = 1; i <= count; ++i) {
-      n = order[i]
-      a = ours[n] ~ /^median=/ ? sprintf("%.3f", substr(ours[n], 8)) : ours[n]
-      b = !(n in torch) ? "no result" : \
-          torch[n] ~ /^median=/ ? sprintf("%.3f", substr(torch[n], 8)) : torch[n]
-      ratio = a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ ? sprintf("%.2f", a / b) : "-"
-      printf "| %d | %s | %s | %s |\n", n, a, b, ratio
+for set in ${client_sets//,/ }; do
+  echo
+  case $set in
+    torch2) echo "PyTorch 2.x clients:"
+      echo "| ranks | ringleader (median s) | libuv TCPStore (median s) | legacy TCPStore (median s) |" \
+        "ringleader / libuv | ringleader / legacy |"
+      echo "|---|---|---|---|---|---|" ;;
+    torch1) echo "PyTorch 1.13 clients:"
+      echo "| ranks | ringleader (median s) | TCPStore 1.13 (median s) | ringleader / TCPStore 1.13 |"
+      echo "|---|---|---|---|" ;;
+  esac
+  # "server=S ranks=N median=T s ..." or "server=S ranks=N stopped|not run: why".
+  awk '
+    /^server=/ {
+      s = substr($1, 8); n = substr($2, 7); line = $0
+      sub(/^server=[^ ]+ ranks=[0-9]+ /, "", line)
+      if (!(n in seen)) { seen[n] = 1; order[++count] = n }
+      if (line ~ /^median=/) { t[s, n] = substr($3, 8) + 0; cell[s, n] = sprintf("%.3f", t[s, n]) }
+      else { cell[s, n] = line }
+      if (!(s in known)) { known[s] = 1; servers[++nservers] = s }
     }
-  }' "$work/ours" "$work/torch"
+    function ratio(a, b) { return ((a, n) in t && (b, n) in t) ? sprintf("%.2f", t[a, n] / t[b, n]) : "-" }
+    END {
+      for (i = 1; i <= count; ++i) {
+        n = order[i]; row = "| " n
+        for (j = 1; j <= nservers; ++j) { row = row " | " cell[servers[j], n] }
+        for (j = 2; j <= nservers; ++j) { row = row " | " ratio(servers[1], servers[j]) }
+        print row " |"
+      }
+      for (j = 1; j <= nservers; ++j) {
+        s = servers[j]
+        if ((s, 4096) in t && (s, 16384) in t) {
+          printf "%s: %.2fx from 4,096 to 16,384 ranks\n", s, t[s, 16384] / t[s, 4096]
+        }
+      }
+    }' "$work/$set"
+done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
