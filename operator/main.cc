@@ -14,8 +14,8 @@ constexpr std::string_view kHelp =
     "\n"
     "  ringleader-operator run [FLAGS]        run the operator against a cluster (run --help)\n"
     "  ringleader-operator validate -f FILE   check TrainingJobs, naming each bad field\n"
-    "  ringleader-operator render -f FILE     print the status, Service, Secret and Pods the\n"
-    "                                         operator would create for them\n"
+    "  ringleader-operator render -f FILE     print the status, Service, Secret, NetworkPolicy\n"
+    "                                         and Pods the operator would create for them\n"
     "Options: --port-range FIRST-LAST (default 61000-65535), --sidecar-image IMAGE,\n"
     "         --cluster-domain DOMAIN (default cluster.local),\n"
     "         --default-host-network true|false (for jobs that leave hostNetwork unset; default false)\n";

@@ -223,6 +223,8 @@ int RunRender(const std::vector<std::string>& args, std::ostream& out, std::ostr
             observed.service = create->object;
           } else if (kind == "Secret") {
             observed.secret = create->object;
+          } else if (kind == "NetworkPolicy") {
+            observed.network_policy = create->object;
           } else if (kind == "Pod") {
             observed.pods.push_back(create->object);
           }

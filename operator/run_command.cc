@@ -125,6 +125,7 @@ int RunOperator(const std::vector<std::string>& args) {
     options.planner.sidecar_image = config.sidecar_image;
     options.planner.cluster_domain = config.cluster_domain;
     options.planner.default_host_network = config.default_host_network;
+    options.planner.network_policy = config.network_policies;
     options.planner.validation.port_range_first = config.port_range.first;
     options.planner.validation.port_range_last = config.port_range.last;
     options.port_range = config.port_range;

@@ -13,6 +13,7 @@ Resource Pods() { return {"", "v1", "pods", true}; }
 Resource ConfigMaps() { return {"", "v1", "configmaps", true}; }
 Resource Secrets() { return {"", "v1", "secrets", true}; }
 Resource Services() { return {"", "v1", "services", true}; }
+Resource NetworkPolicies() { return {"networking.k8s.io", "v1", "networkpolicies", true}; }
 Resource Events() { return {"", "v1", "events", true}; }
 Resource Namespaces() { return {"", "v1", "namespaces", false}; }
 Resource Leases() { return {"coordination.k8s.io", "v1", "leases", true}; }

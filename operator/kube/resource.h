@@ -23,6 +23,7 @@ Resource Pods();
 Resource ConfigMaps();
 Resource Secrets();
 Resource Services();
+Resource NetworkPolicies();  // networking.k8s.io/v1
 Resource Events();
 Resource Namespaces();
 Resource Leases();

@@ -1,8 +1,10 @@
-// Service and Secret for a job, plus the metadata every child shares.
+// Service, Secret and NetworkPolicy for a job, plus the metadata every child shares.
 #include "operator/planner/children_builder.h"
 
 #include <openssl/evp.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "sidecar/contract/contract.h"
@@ -22,6 +24,8 @@ std::string Base64(std::string_view bytes) {
 }  // namespace
 
 std::string SecretName(const api::TrainingJob& job) { return job.metadata.name + "-ringleader-token"; }
+
+std::string NetworkPolicyName(const api::TrainingJob& job) { return job.metadata.name + "-ringleader"; }
 
 std::string MasterAddr(const api::TrainingJob& job, const PlannerConfig& config) {
   return job.metadata.name + "-0." + job.metadata.name + "." + job.metadata.namespace_ + ".svc." +
@@ -80,6 +84,60 @@ json BuildSecret(const api::TrainingJob& job, const std::string& token) {
       {"metadata", ChildMetadata(job, SecretName(job))},
       {"type", "Opaque"},
       {"data", {{contract::kTokenSecretKey, Base64(token)}}},
+  };
+}
+
+namespace {
+
+constexpr std::int32_t kHighestPort = 65535;
+
+// TCP ports first..last as one NetworkPolicyPort (endPort only for a range); none when empty.
+void AddTcpRange(json& ports, std::int32_t first, std::int32_t last) {
+  if (first > last) {
+    return;
+  }
+  json entry = {{"protocol", "TCP"}, {"port", first}};
+  if (last > first) {
+    entry["endPort"] = last;
+  }
+  ports.push_back(std::move(entry));
+}
+
+json JobPodSelector(const api::TrainingJob& job) {
+  return {{"matchLabels", {{kJobNameLabel, job.metadata.name}, {kJobUidLabel, job.metadata.uid}}}};
+}
+
+}  // namespace
+
+json BuildNetworkPolicy(const api::TrainingJob& job, const api::JobPorts& ports) {
+  // The block's master and rendezvous ports are adjacent (contract::PortRole order); the
+  // ranges below leave out exactly [low, high].
+  const std::int32_t low = std::min(ports.master, ports.rendezvous);
+  const std::int32_t high = std::max(ports.master, ports.rendezvous);
+  json open_ports = json::array();
+  AddTcpRange(open_ports, 1, low - 1);
+  if (high - low > 1) {
+    AddTcpRange(open_ports, low + 1, high - 1);  // never with today's block; kept exact regardless
+  }
+  AddTcpRange(open_ports, high + 1, kHighestPort);
+  // No port: every port of the protocol. The store and the rendezvous speak only TCP.
+  open_ports.push_back({{"protocol", "UDP"}});
+  open_ports.push_back({{"protocol", "SCTP"}});
+  return {
+      {"apiVersion", "networking.k8s.io/v1"},
+      {"kind", "NetworkPolicy"},
+      {"metadata", ChildMetadata(job, NetworkPolicyName(job))},
+      {"spec",
+       {{"podSelector", JobPodSelector(job)},
+        // Egress is left alone: a policy of type Ingress only says nothing about it.
+        {"policyTypes", json::array({"Ingress"})},
+        {"ingress",
+         json::array({
+             // The job's own Pods (this namespace): every port, the store's and NCCL's included.
+             {{"from", json::array({{{"podSelector", JobPodSelector(job)}}})}},
+             // Anyone: every port but the store's and the rendezvous's.
+             {{"ports", std::move(open_ports)}},
+         })}}},
   };
 }
 

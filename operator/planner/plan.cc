@@ -614,8 +614,9 @@ class Planner {
 
   // A suspended job gives its block back once none of its Pods can still be listening on it:
   // Kueue preempts by suspending, and a block held per suspended job would drain the range.
-  // Resuming assigns a block again; the Pods are recreated, so their env is new. The Service
-  // carries the old block's ports, so it goes too and is recreated with the new ones.
+  // Resuming assigns a block again; the Pods are recreated, so their env is new. The Service and
+  // the NetworkPolicy carry the old block's ports, so they go too and are recreated with the new
+  // ones.
   void ReleaseSuspendedPorts() {
     const bool pods_hold_ports =
         std::any_of(pods_.begin(), pods_.end(), [](const PodView& pod) { return !pod.Finished(); });
@@ -629,9 +630,14 @@ class Planner {
       plan_.release_ports = true;
     }
     // Checked on every pass, not only at the release, so a delete that failed is retried.
-    if (!next_.ports.has_value() && observed_.service.has_value()) {
-      const json& meta = observed_.service->value("metadata", json::object());
-      plan_.actions.push_back(DeleteObject{"Service", meta.value("name", ""), meta.value("uid", "")});
+    if (!next_.ports.has_value()) {
+      for (const auto& [kind, object] : {std::pair{"Service", &observed_.service},
+                                         std::pair{"NetworkPolicy", &observed_.network_policy}}) {
+        if (object->has_value()) {
+          const json& meta = (*object)->value("metadata", json::object());
+          plan_.actions.push_back(DeleteObject{kind, meta.value("name", ""), meta.value("uid", "")});
+        }
+      }
     }
   }
 
@@ -663,17 +669,21 @@ class Planner {
     Event("Normal", "PortsAssigned", "ports " + DescribePorts(*next_.ports));
   }
 
-  void EnsureServiceAndSecret() {
+  void EnsureServiceSecretAndPolicy() {
     if (!observed_.secret.has_value()) {
       plan_.actions.push_back(CreateObject{BuildSecret(job_, observed_.fresh_token)});
     }
     if (!observed_.service.has_value()) {
       plan_.actions.push_back(CreateObject{BuildService(job_, *next_.ports)});
     }
+    // Before any Pod: a store is never up before the policy that shields it.
+    if (config_.network_policy && !observed_.network_policy.has_value()) {
+      plan_.actions.push_back(CreateObject{BuildNetworkPolicy(job_, *next_.ports)});
+    }
   }
 
   void ActiveJob() {
-    EnsureServiceAndSecret();
+    EnsureServiceSecretAndPolicy();
     // Pods from earlier attempts, for ranks the job no longer has, or without our labels go.
     std::map<std::string, const PodView*> by_name;
     for (const PodView& pod : pods_) {

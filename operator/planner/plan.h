@@ -1,5 +1,5 @@
 // The operator's brain: a pure function from what is observed about one TrainingJob (the job,
-// the Pods, Service and Secret it owns, the port ledger) to the actions that move the cluster
+// the Pods, Service, Secret and NetworkPolicy it owns, the port ledger) to the actions that move the cluster
 // toward what the job asks for. No I/O, no clock, no randomness: everything comes in Observed.
 #pragma once
 
@@ -32,6 +32,9 @@ struct PlannerConfig {
   std::chrono::seconds unschedulable_after{60};
   // How soon a job whose gang-scheduling provider the cluster lacks is looked at again.
   std::chrono::seconds missing_provider_retry{60};
+  // Give each job a NetworkPolicy (BuildNetworkPolicy) that admits its store and rendezvous
+  // ports only from its own Pods (--network-policies).
+  bool network_policy = true;
 };
 
 struct Observed {
@@ -40,6 +43,8 @@ struct Observed {
   std::vector<nlohmann::json> pods;
   std::optional<nlohmann::json> service;
   std::optional<nlohmann::json> secret;
+  // Always unset while PlannerConfig::network_policy is off (nothing watches them then).
+  std::optional<nlohmann::json> network_policy;
   const ports::PortLedger* ledger = nullptr;
   // Random job token, used only if the Secret has to be created.
   std::string fresh_token;
@@ -55,7 +60,7 @@ struct CreateObject {
   bool operator==(const CreateObject&) const = default;
 };
 struct DeleteObject {
-  std::string kind;  // "Pod", "Service" or "Secret" (PodGroups go with the job)
+  std::string kind;  // "Pod", "Service", "Secret" or "NetworkPolicy" (PodGroups go with the job)
   std::string name;
   std::string uid;   // a precondition, so a newer object of the same name is never deleted
   bool operator==(const DeleteObject&) const = default;

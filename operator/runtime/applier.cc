@@ -34,6 +34,9 @@ kube::Resource ChildResource(const std::string& kind, const std::string& api_ver
   if (kind == "Secret") {
     return kube::Secrets();
   }
+  if (kind == "NetworkPolicy") {
+    return kube::NetworkPolicies();
+  }
   throw std::invalid_argument("the operator does not create objects of kind " + kind);
 }
 

@@ -186,6 +186,7 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
       pods_(client, ChildInformer(kube::Pods(), options_, TrimPod)),
       services_(client, ChildInformer(kube::Services(), options_, TrimToOwnership)),
       secrets_(client, ChildInformer(kube::Secrets(), options_, TrimToOwnership)),
+      network_policies_(client, ChildInformer(kube::NetworkPolicies(), options_, TrimToOwnership)),
       ledger_(options_.port_range),
       liveness_(options_.liveness) {
   jobs_.AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
@@ -211,7 +212,7 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
       ReleaseIfPodsGone(Label(*before, planner::kJobUidLabel));
     }
   });
-  for (Informer* informer : {&services_, &secrets_}) {
+  for (Informer* informer : {&services_, &secrets_, &network_policies_}) {
     informer->AddHandler([this](const ObjectPtr& before, const ObjectPtr& after) {
       EnqueueOwner(after ? after : before);
     });
@@ -220,10 +221,17 @@ Controller::Controller(kube::Client& client, ControllerOptions options, Logger& 
 
 Controller::~Controller() {
   queue_.ShutDown();
-  jobs_.Stop();
-  pods_.Stop();
-  services_.Stop();
-  secrets_.Stop();
+  for (Informer* informer : Informers()) {
+    informer->Stop();
+  }
+}
+
+std::vector<Informer*> Controller::Informers() {
+  std::vector<Informer*> informers = {&jobs_, &pods_, &services_, &secrets_};
+  if (options_.planner.network_policy) {
+    informers.push_back(&network_policies_);
+  }
+  return informers;
 }
 
 void Controller::EnqueueOwner(const ObjectPtr& object) {
@@ -277,7 +285,7 @@ std::string Controller::NotLiveReason() {
   ProgressSnapshot snapshot;
   snapshot.now = clock_.Now();
   if (informers_started_.load()) {
-    for (const Informer* informer : {&jobs_, &pods_, &services_, &secrets_}) {
+    for (const Informer* informer : Informers()) {
       for (LoopProgress& loop : informer->Progress()) {
         snapshot.loops.push_back(std::move(loop));
       }
@@ -327,13 +335,13 @@ void Controller::RebuildLedger() {
 }
 
 void Controller::Run(std::stop_token stop) {
-  jobs_.Start();
-  pods_.Start();
-  services_.Start();
-  secrets_.Start();
+  const std::vector<Informer*> informers = Informers();
+  for (Informer* informer : informers) {
+    informer->Start();
+  }
   informers_started_ = true;
   while (!stop.stop_requested() &&
-         !(jobs_.HasSynced() && pods_.HasSynced() && services_.HasSynced() && secrets_.HasSynced())) {
+         !std::all_of(informers.begin(), informers.end(), [](const Informer* i) { return i->HasSynced(); })) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!stop.stop_requested()) {
@@ -378,10 +386,9 @@ void Controller::Run(std::stop_token stop) {
   }
   queue_.ShutDown();
   informers_started_ = false;
-  jobs_.Stop();
-  pods_.Stop();
-  services_.Stop();
-  secrets_.Stop();
+  for (Informer* informer : informers) {
+    informer->Stop();
+  }
 }
 
 void Controller::Work(std::stop_token stop, std::size_t worker) {
@@ -416,9 +423,10 @@ bool Controller::ExpectationMet(const std::string& job_key, const Expectation& e
     const ObjectPtr job = jobs_.Get(job_key);
     return !job || Meta(*job).value("resourceVersion", "") != expectation.resource_version;
   }
-  const Informer& informer = expectation.object_kind == "Pod"       ? pods_
-                             : expectation.object_kind == "Service" ? services_
-                                                                    : secrets_;
+  const Informer& informer = expectation.object_kind == "Pod"             ? pods_
+                             : expectation.object_kind == "Service"       ? services_
+                             : expectation.object_kind == "NetworkPolicy" ? network_policies_
+                                                                          : secrets_;
   const ObjectPtr object = informer.Get(ns + "/" + expectation.name);
   if (expectation.kind == Expectation::Kind::kCreated) {
     return object != nullptr;
@@ -637,6 +645,12 @@ std::string Controller::Reconcile(const std::string& key) {
   }
   if (const ObjectPtr service = services_.Get(key); service && planner::IsControlledBy(*service, job)) {
     observed.service = *service;
+  }
+  if (options_.planner.network_policy) {
+    const ObjectPtr policy = network_policies_.Get(job.metadata.namespace_ + "/" + planner::NetworkPolicyName(job));
+    if (policy && planner::IsControlledBy(*policy, job)) {
+      observed.network_policy = *policy;
+    }
   }
   const ObjectPtr secret = secrets_.Get(job.metadata.namespace_ + "/" + planner::SecretName(job));
   if (secret && planner::IsControlledBy(*secret, job)) {

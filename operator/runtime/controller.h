@@ -1,5 +1,5 @@
-// The TrainingJob controller: informers for jobs and the Pods, Services and Secrets the
-// operator owns, a work queue of job keys, workers that plan each job (planner::MakePlan) and
+// The TrainingJob controller: informers for jobs and the Pods, Services, Secrets and
+// NetworkPolicies the operator owns, a work queue of job keys, workers that plan each job (planner::MakePlan) and
 // apply the plan, and the port ledger rebuilt from every job's status before any job is
 // planned. Run it only while leading.
 #pragma once
@@ -92,6 +92,8 @@ class Controller {
   // A block was freed: jobs still waiting for ports are planned again now.
   void EnqueuePortWaiters();
   void PublishGauges();
+  // The informers running: jobs, Pods, Services, Secrets and, when on, NetworkPolicies.
+  std::vector<Informer*> Informers();
   // Asks discovery again; when a provider came or went, every job is planned again.
   void RefreshProviders();
 
@@ -125,6 +127,7 @@ class Controller {
   Informer pods_;
   Informer services_;
   Informer secrets_;
+  Informer network_policies_;  // started only with options_.planner.network_policy
 
   // Guards the ledger; held from planning a job through reserving its block, so two workers
   // never propose the same free block.

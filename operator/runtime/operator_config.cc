@@ -170,6 +170,14 @@ const std::vector<Setting>& Settings() {
          c.default_host_network = Bool(text, where);
        },
        [](const OperatorConfig& c) { return std::string(c.default_host_network ? "true" : "false"); }},
+      {"network-policies", "networkPolicies", "true|false",
+       "give each job a NetworkPolicy that admits its store and rendezvous ports only from its own "
+       "Pods (needs a network plugin that enforces NetworkPolicy with endPort)",
+       Kind::kBool,
+       [](const std::string& text, const std::string& where, OperatorConfig& c) {
+         c.network_policies = Bool(text, where);
+       },
+       [](const OperatorConfig& c) { return std::string(c.network_policies ? "true" : "false"); }},
       {"leader-elect", "leaderElect", "true|false",
        "elect a leader through a Lease so only one replica reconciles", Kind::kBool,
        [](const std::string& text, const std::string& where, OperatorConfig& c) {

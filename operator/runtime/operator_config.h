@@ -27,6 +27,8 @@ struct OperatorConfig {
   std::string sidecar_image = "ringleader/sidecar:0.1.0";
   std::string cluster_domain = "cluster.local";
   bool default_host_network = false;  // for jobs that leave spec.networking.hostNetwork unset
+  // A NetworkPolicy per job admitting its store and rendezvous ports only from its own Pods.
+  bool network_policies = true;
   bool leader_election = true;
   std::string leader_election_namespace = "default";
   std::string leader_election_id = "ringleader-operator";  // the Lease's name
@@ -56,6 +58,7 @@ struct OperatorConfig {
 // Parses the arguments after `run`. Flags (each also accepted as --flag=value):
 //   --config FILE  --kubeconfig PATH  --context NAME  --namespace NS (repeatable, or a comma list)
 //   --port-range FIRST-LAST  --sidecar-image IMAGE  --cluster-domain DOMAIN
+//   --default-host-network true|false  --network-policies true|false
 //   --leader-elect true|false  --leader-election-namespace NS  --leader-election-id NAME
 //   --identity NAME  --lease-duration SECONDS  --renew-deadline SECONDS  --retry-period SECONDS
 //   --metrics-bind-address ADDR  --health-probe-bind-address ADDR  --workers N

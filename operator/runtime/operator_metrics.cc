@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, 7> kJobStates = {
     "Pending", "Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"};
 // The condition reasons a job's refused creates are reported under (controller.h).
 constexpr std::array<std::string_view, 2> kRefusalReasons = {"CreateRefused", "NameConflict"};
-constexpr std::array<std::string_view, 4> kChildKinds = {"Pod", "Service", "Secret", "PodGroup"};
+constexpr std::array<std::string_view, 5> kChildKinds = {"Pod", "Service", "Secret", "NetworkPolicy", "PodGroup"};
 // The reasons of Scheduled=False exported as they are; any other scheduler's reason is "other".
 constexpr std::array<std::string_view, 5> kUnschedulableReasons = {"Unschedulable", "SchedulingGated", "NotScheduled",
                                                                    "SchedulerNotInstalled", "other"};

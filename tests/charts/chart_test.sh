@@ -50,10 +50,12 @@ cases=(
   "gang-volcano-in-namespaces|gangScheduling.volcano.enabled=true,operator.watchNamespaces={team-a}|--gang volcano --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
   "gang-kueue-grants-nothing|gangScheduling.kueue.enabled=true|--gang kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
   "host-network-jobs-monitoring-off|jobDefaults.hostNetwork=true,monitoring.dashboard.enabled=false|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
+  "no-network-policies|networkPolicy.enabled=false|--network-policies false --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
+  "no-network-policies-in-namespaces|networkPolicy.enabled=false,operator.watchNamespaces={team-a}|--network-policies false --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
   # helm upgrade --reuse-values over a release of an older chart: its values lack what this chart
   # added. It renders (no nil pointer), leaving those flags to the operator's defaults, the alerts'
-  # fraction to the rules file's and gang scheduling off.
-  "reused-values-of-an-older-chart|gangScheduling=null,jobDefaults=null,operator.summaryIntervalSeconds=null,operator.unschedulableAfterSeconds=null,operator.providerDiscoveryIntervalSeconds=null,monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.trainingBusBandwidthFraction=null|--default-host-network unset --absent-flags summary-interval,unschedulable-after,provider-discovery-interval --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,PrometheusRule --dashboard $chart/dashboards/ringleader.json --rules $tmp/rules.json --floor 1e+09"
+  # fraction to the rules file's, gang scheduling off and NetworkPolicies on (and granted).
+  "reused-values-of-an-older-chart|gangScheduling=null,jobDefaults=null,networkPolicy=null,operator.summaryIntervalSeconds=null,operator.unschedulableAfterSeconds=null,operator.providerDiscoveryIntervalSeconds=null,monitoring.prometheusRule.enabled=true,monitoring.prometheusRule.trainingBusBandwidthFraction=null|--default-host-network unset --network-policies unset --absent-flags summary-interval,unschedulable-after,provider-discovery-interval --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap,PrometheusRule --dashboard $chart/dashboards/ringleader.json --rules $tmp/rules.json --floor 1e+09"
 )
 for entry in "${cases[@]}"; do
   IFS='|' read -r name values options <<<"$entry"
@@ -89,7 +91,8 @@ grep -q '^kind: CustomResourceDefinition$' <<<"$with_crds" ||
 for bad in monitoring.prometheusRule.trainingBusBandwidthFraction=0 monitoring.prometheusRule.trainingBusBandwidthFraction=2 \
   jobDefaults.hostNetwork=maybe operator.logFormat=xml operator.portRange=61000 operator.metricsPort=70000 \
   operator.watchNamespaces={Team_A} image.pullPolicy=Sometimes operator.bogus=1 \
-  gangScheduling.volcano.enabled=maybe gangScheduling.yunikorn.enabled=true operator.unschedulableAfterSeconds=0; do
+  gangScheduling.volcano.enabled=maybe gangScheduling.yunikorn.enabled=true operator.unschedulableAfterSeconds=0 \
+  networkPolicy.enabled=maybe networkPolicy.ingressFrom=all; do
   if "$helm" lint --strict "$chart" --set "$bad" >/dev/null 2>&1; then
     fail "values.schema.json accepts $bad"
   fi

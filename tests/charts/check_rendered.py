@@ -2,7 +2,8 @@
 """Checks one `helm template` rendering of charts/ringleader, given as yaml2json's JSON.
 
 Usage: check_rendered.py RENDERED.json --namespace NS [--watch a,b] [--leader-election on|off]
-         [--default-host-network true|false|unset] [--absent-flags flag,...]
+         [--default-host-network true|false|unset] [--network-policies true|false|unset]
+         [--absent-flags flag,...]
          --kinds Kind,Kind,... --operator BIN [--dashboard FILE]
          [--rules RULES.json --floor F [--training-fraction X]]
 Checks the security context, that RBAC grants exactly what the operator's code uses (and no
@@ -28,6 +29,9 @@ JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, a
     *[("", "secrets", v) for v in ("get", "list", "watch", "create")],
     ("", "events", "create"),
 ]
+# With NetworkPolicies on (the operator's default, so also when the value is missing): the job's
+# policy is created, cached and, like the Service, deleted when a suspended job gives its ports back.
+NETWORK_POLICY_RULES = [("networking.k8s.io", "networkpolicies", v) for v in ("get", "list", "watch", "create", "delete")]
 # What each gang-scheduling provider the chart enables adds: the job's PodGroup is created, read
 # when it exists and brought to the job's spec (operator/runtime/applier.cc). Kueue adds nothing.
 GANG_RULES = {
@@ -141,6 +145,7 @@ def main():
     p.add_argument("--watch", default="")
     p.add_argument("--leader-election", default="on", choices=["on", "off"])
     p.add_argument("--default-host-network", default="false", choices=["true", "false", "unset"])
+    p.add_argument("--network-policies", default="true", choices=["true", "false", "unset"])
     p.add_argument("--absent-flags", default="",
                    help="flags the Deployment must leave out (values missing), comma-separated")
     p.add_argument("--kinds", required=True)
@@ -175,6 +180,8 @@ def main():
         check(values.get("leader-elect") == "false", "--leader-elect must be false")
     check(values.get("default-host-network", "unset") == a.default_host_network,
           "--default-host-network=%r, want %r" % (values.get("default-host-network"), a.default_host_network))
+    check(values.get("network-policies", "unset") == a.network_policies,
+          "--network-policies=%r, want %r" % (values.get("network-policies"), a.network_policies))
     for flag in filter(None, a.absent_flags.split(",")):
         check(flag not in values, "--%s=%r is rendered, want it left to the operator's default" % (flag, values.get(flag)))
 
@@ -189,6 +196,8 @@ def main():
     grants, subjects = rbac_grants(objects, a.namespace)
     scopes = watch or ["cluster"]
     rules = list(JOB_RULES)
+    if a.network_policies != "false":
+        rules += NETWORK_POLICY_RULES
     for provider in filter(None, a.gang.split(",")):
         rules += GANG_RULES[provider]
     want = {(s, g, r, v, "*") for s in scopes for g, r, v in rules}

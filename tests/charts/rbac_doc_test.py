@@ -23,6 +23,7 @@ CASES = {
     "every-gang-provider-in-namespaces": "gangScheduling.coscheduling.enabled=true,gangScheduling.volcano.enabled=true,"
                                          "gangScheduling.kueue.enabled=true,operator.watchNamespaces={team-a,team-b}",
     "no-leader-election": "leaderElection.enabled=false,replicaCount=1",
+    "no-network-policies": "networkPolicy.enabled=false",
 }
 
 

@@ -75,6 +75,13 @@ tests/e2e/chart_install_test checks each grant is used.
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+{{- /* The job's NetworkPolicy, like its Service: deleted when a suspended job gives its ports back.
+Missing after `helm upgrade --reuse-values` over an older release: the operator's default (on). */}}
+{{- if dig "enabled" true (.Values.networkPolicy | default dict) }}
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch, create, delete]
+{{- end }}
 {{- /* A job's PodGroup: created before its Pods, read and brought to the job's spec when it exists.
 gangScheduling may be missing altogether: `helm upgrade --reuse-values` over a release of a chart
 that had no such value keeps that release's values without this chart's defaults. */}}

@@ -38,6 +38,7 @@ Plan FakeCluster::PlanNow(api::Time now) const {
   }
   observed.service = service_;
   observed.secret = secret_;
+  observed.network_policy = network_policy_;
   observed.ledger = &ledger_;
   observed.fresh_token = "token-" + std::to_string(next_uid_);
   observed.summary = summary_;
@@ -87,6 +88,8 @@ void FakeCluster::Apply(const Plan& plan) {
         service_ = object;
       } else if (kind == "Secret") {
         secret_ = object;
+      } else if (kind == "NetworkPolicy") {
+        network_policy_ = object;
       } else if (kind == "PodGroup") {
         pod_groups_[name] = object;
       }
@@ -106,6 +109,13 @@ void FakeCluster::Apply(const Plan& plan) {
           throw std::runtime_error("delete precondition failed for service " + del->name);
         }
         service_.reset();
+      } else if (del->kind == "NetworkPolicy") {
+        if (!network_policy_ || (*network_policy_)["metadata"]["uid"] != del->uid) {
+          throw std::runtime_error("delete precondition failed for network policy " + del->name);
+        }
+        network_policy_.reset();
+      } else {
+        throw std::runtime_error("the planner deleted a " + del->kind + ", which it never creates");
       }
     } else if (const auto* event = std::get_if<RecordEvent>(&action)) {
       events_.push_back(*event);

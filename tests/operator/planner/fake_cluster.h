@@ -37,6 +37,7 @@ class FakeCluster {
   bool has_secret() const { return secret_.has_value(); }
   const nlohmann::json& service() const { return *service_; }
   const nlohmann::json& secret() const { return *secret_; }
+  const std::optional<nlohmann::json>& network_policy() const { return network_policy_; }
   const std::vector<RecordEvent>& events() const { return events_; }
   bool job_deleted() const { return job_deleted_; }
   ports::PortLedger& ledger() { return ledger_; }
@@ -106,6 +107,7 @@ class FakeCluster {
   std::map<std::string, nlohmann::json> pods_;
   std::optional<nlohmann::json> service_;
   std::optional<nlohmann::json> secret_;
+  std::optional<nlohmann::json> network_policy_;
   std::vector<RecordEvent> events_;
   ports::PortLedger ledger_;
   PlannerConfig config_;

@@ -72,10 +72,10 @@ TEST(GangSchedulingTest, CoschedulingPodGroupIsExactAndCreatedBeforeThePods) {
   cluster.Reconcile(At(0));  // ports
   const Plan plan = cluster.Reconcile(At(0));
   const std::vector<std::string> kinds = CreatedKinds(plan);
-  // Secret and Service, then the group, then its members.
-  ASSERT_EQ(kinds.size(), 7u);
-  EXPECT_EQ(kinds[2], "PodGroup");
-  EXPECT_EQ(std::count(kinds.begin() + 3, kinds.end(), "Pod"), 4);
+  // Secret, Service and NetworkPolicy, then the group, then its members.
+  ASSERT_EQ(kinds.size(), 8u);
+  EXPECT_EQ(kinds[3], "PodGroup");
+  EXPECT_EQ(std::count(kinds.begin() + 4, kinds.end(), "Pod"), 4);
   ASSERT_EQ(cluster.pod_groups().size(), 1u);
   json group = cluster.pod_groups().at("demo");
   group["metadata"].erase("uid");  // the fake's

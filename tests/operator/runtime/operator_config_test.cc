@@ -40,6 +40,7 @@ TEST(OperatorConfigTest, NoArgumentsGiveTheDocumentedDefaults) {
   EXPECT_EQ(config.port_range, (ports::PortRange{61000, 65535}));
   EXPECT_EQ(config.sidecar_image, "ringleader/sidecar:0.1.0");
   EXPECT_FALSE(config.default_host_network);
+  EXPECT_TRUE(config.network_policies);
   EXPECT_TRUE(config.leader_election);
   EXPECT_EQ(config.lease_duration, std::chrono::seconds(15));
   EXPECT_EQ(config.renew_deadline, std::chrono::seconds(10));
@@ -57,7 +58,7 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
   const OperatorConfig config = ParseOperatorConfig({
       "--kubeconfig", "/home/me/.kube/config", "--context", "lab", "--namespace", "team-a",
       "--port-range", "40000-40099", "--sidecar-image", "registry.local/sidecar:2",
-      "--cluster-domain", "corp.local", "--default-host-network", "true", "--leader-elect", "false", "--leader-election-namespace",
+      "--cluster-domain", "corp.local", "--default-host-network", "true", "--network-policies", "false", "--leader-elect", "false", "--leader-election-namespace",
       "ops", "--leader-election-id", "rl-lock", "--identity", "replica-1", "--lease-duration", "30",
       "--renew-deadline", "20", "--retry-period", "5", "--metrics-bind-address", "127.0.0.1:9090",
       "--health-probe-bind-address", ":9091", "--workers", "8", "--kube-api-qps", "12.5",
@@ -71,6 +72,7 @@ TEST(OperatorConfigTest, ReadsEveryFlag) {
   EXPECT_EQ(config.sidecar_image, "registry.local/sidecar:2");
   EXPECT_EQ(config.cluster_domain, "corp.local");
   EXPECT_TRUE(config.default_host_network);
+  EXPECT_FALSE(config.network_policies);
   EXPECT_FALSE(config.leader_election);
   EXPECT_EQ(config.leader_election_namespace, "ops");
   EXPECT_EQ(config.leader_election_id, "rl-lock");

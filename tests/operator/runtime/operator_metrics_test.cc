@@ -155,7 +155,8 @@ TEST_F(OperatorMetricsTest, CountsEventsByTypeAndReason) {
 
 TEST_F(OperatorMetricsTest, CountsRefusedCreatesByKindAndReasonFromZero) {
   auto series = Series("ringleader_operator_creates_refused_total");
-  EXPECT_EQ(series.size(), 16u);  // Pod, Service, Secret, PodGroup x Forbidden, Invalid, BadRequest, NameConflict
+  // Pod, Service, Secret, NetworkPolicy, PodGroup x Forbidden, Invalid, BadRequest, NameConflict
+  EXPECT_EQ(series.size(), 20u);
   metrics_.CountCreateRefused("Pod", "Forbidden");
   metrics_.CountCreateRefused("Pod", "Forbidden");
   metrics_.CountCreateRefused("Pod", "NameConflict");
