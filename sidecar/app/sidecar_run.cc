@@ -35,6 +35,7 @@
 #include "sidecar/rendezvous/peer_diagnosis.h"
 #include "sidecar/rendezvous/store_client.h"
 #include "sidecar/rendezvous/store_server.h"
+#include "sidecar/rendezvous/torch_store_server.h"
 #include "sidecar/service/contract_file.h"
 #include "sidecar/service/endpoint_server.h"
 #include "sidecar/service/preflight_result.h"
@@ -254,8 +255,41 @@ class SidecarRun {
     options.max_unauthenticated_connections = ranks + kHandshakeSlack;
     options.max_connections = 2 * ranks + options.max_unauthenticated_connections;
     options.on_refused = [this](std::string_view reason) { metrics_.CountRefusedConnection(reason); };
-    server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
+    const bool trainer_store = config_.trainer_store_port != 0;
+    if (trainer_store) {
+      options.make_guest = rendezvous::TorchStoreServer::GuestFactory(TrainerStoreOptions(ranks));
+    }
+    try {
+      server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
+    } catch (const std::exception& error) {
+      // The trainers' store must be up before any trainer starts: not serving it is fatal.
+      throw RunFailure(std::string(error.what()) +
+                       (trainer_store ? " (RINGLEADER_TRAINER_STORE_PORT " +
+                                            std::to_string(config_.trainer_store_port) +
+                                            ", RINGLEADER_RENDEZVOUS_PORT " +
+                                            std::to_string(config_.rendezvous_port) + ")"
+                                      : std::string()));
+    }
     Log("rendezvous store listening on port " + std::to_string(server_->port()));
+    if (trainer_store) {
+      Log("serving the trainers' store (PyTorch's TCPStore protocol) on port " +
+          std::to_string(config_.trainer_store_port));
+    }
+  }
+
+  // The trainers' store on the master port, on the rendezvous store's event loop. Every trainer
+  // process holds a connection (torchrun's agents one more each); the cap leaves room for four
+  // processes per rank of the job and then some, and at the cap the least recently active idle
+  // connection makes room (torch_store_server.h).
+  rendezvous::TorchStoreOptions TrainerStoreOptions(std::size_t ranks) {
+    constexpr std::size_t kConnectionSlack = 1024;
+    trainer_store_metrics_ = std::make_unique<TrainerStoreMetrics>(*registry_);
+    rendezvous::TorchStoreOptions options;
+    options.port = static_cast<std::uint16_t>(config_.trainer_store_port);
+    options.max_connections = 4 * ranks + kConnectionSlack;
+    options.observer = trainer_store_metrics_.get();
+    options.log = [this](const std::string& line) { Log(line); };
+    return options;
   }
 
   // This rank's connection to rank 0's store, retried until `deadline`.
@@ -666,6 +700,9 @@ class SidecarRun {
   int RunPodSidecar() {
     if (config_.rank == 0) {
       StartStoreServer();  // first: a started sidecar means a reachable store
+    } else if (config_.trainer_store_port != 0) {
+      Log("RINGLEADER_TRAINER_STORE_PORT is set, but only rank 0's sidecar serves the trainers' "
+          "store: ignored");
     }
     StartTelemetry();
     StartEndpoints("waiting for the preflight container");
@@ -1012,6 +1049,8 @@ class SidecarRun {
   contract::Summary summary_;  // guarded by summary_mutex_
   std::unique_ptr<EndpointServer> endpoints_;
   std::atomic<std::uint64_t> summary_reads_{0};  // /summary requests answered
+  // Before server_: the trainer store (server_'s guest) reports to it until server_ is gone.
+  std::unique_ptr<TrainerStoreMetrics> trainer_store_metrics_;
   std::unique_ptr<rendezvous::StoreServer> server_;
   std::unique_ptr<rendezvous::StoreClient> client_;
   // Connections of local ranks 1.. (local rank 0 uses client_), and each local rank's store.

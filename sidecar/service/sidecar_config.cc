@@ -236,6 +236,11 @@ const std::vector<Setting>& Settings() {
       {"rendezvous-port", cenv::kRendezvousPort, "PORT", "the rendezvous store's port", true,
        [](S text, S where, C& c) { c.rendezvous_port = IntIn(text, 1, 65535, where); },
        [](const C&) { return std::string(); }},
+      {"trainer-store-port", cenv::kTrainerStorePort, "PORT",
+       "rank 0 serves the trainers' store (PyTorch's TCPStore protocol) here; unset: not served",
+       false,
+       [](S text, S where, C& c) { c.trainer_store_port = IntIn(text, 1, 65535, where); },
+       [](const C&) { return std::string(); }},
       {"rendezvous-timeout-seconds", env::kRendezvousTimeoutSeconds, "SECONDS",
        "how long to wait for every rank to join", false,
        [](S text, S where, C& c) { c.rendezvous_timeout = Seconds(text, where); },
@@ -532,6 +537,15 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
   if (config.rank >= config.replicas) {
     Fail(sources["rank"], std::to_string(config.rank) + " is not below " + sources["replicas"] +
                               " (" + std::to_string(config.replicas) + ")");
+  }
+  if (config.trainer_store_port != 0 && config.trainer_store_port == config.rendezvous_port) {
+    Fail(sources["trainer-store-port"], std::to_string(config.trainer_store_port) + " is " +
+                                            sources["rendezvous-port"] +
+                                            " too: the two stores need ports of their own");
+  }
+  if (config.trainer_store_port != 0 && config.trainer_store_port == config.metrics_port) {
+    Fail(sources["trainer-store-port"], std::to_string(config.trainer_store_port) + " is " +
+                                            sources["metrics-port"] + " too");
   }
   if (config.preflight_min_bytes > config.preflight_max_bytes) {
     Fail(sources["preflight-max-bytes"],

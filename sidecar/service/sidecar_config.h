@@ -60,6 +60,9 @@ struct SidecarConfig {
   int local_ranks = 0;
   std::string rendezvous_addr;  // required; rank 0's address
   int rendezvous_port = 0;      // required
+  // Rank 0's sidecar serves the trainers' store (PyTorch's TCPStore protocol) on this port when
+  // set; 0: not served. Other ranks ignore it.
+  int trainer_store_port = 0;
   int metrics_port = 0;         // required; 0 picks a free port
   std::string metrics_bind_address;  // host only; "" listens on every address
   Backend backend = Backend::kAuto;

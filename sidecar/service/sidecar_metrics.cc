@@ -22,6 +22,10 @@ constexpr std::array<std::string_view, 10> kRefusedReasons = {
     refusal::kBadRank,           refusal::kWorldSizeMismatch,  refusal::kHandshakeTimeout,
     refusal::kProtocolViolation, refusal::kTooManyConnections, refusal::kInternalError,
     "other"};
+constexpr std::array<std::string_view, 7> kTrainerStoreCloseReasons = {
+    rendezvous::torch_close::kUnknownQuery, rendezvous::torch_close::kTooLarge,
+    rendezvous::torch_close::kProtocolViolation, rendezvous::torch_close::kBadRequest,
+    rendezvous::torch_close::kEvicted, rendezvous::torch_close::kTooManyConnections, "other"};
 constexpr std::array<PreflightState, 5> kPreflightStates = {
     PreflightState::kPending, PreflightState::kRunning, PreflightState::kPassed,
     PreflightState::kFailed, PreflightState::kDisabled};
@@ -259,6 +263,68 @@ void SidecarMetrics::SetPreflightTransport(const std::string& backend, const std
                                                  {"rdma_fallback", rdma_fallback ? "true" : "false"}});
   transport_info_series_->Set(1);
   rdma_fallback_.Set(rdma_fallback ? 1 : 0);
+}
+
+TrainerStoreMetrics::TrainerStoreMetrics(prometheus::Registry& registry)
+    : clients_(prometheus::BuildGauge()
+                   .Name("ringleader_sidecar_trainer_store_clients")
+                   .Help("Client connections open to the trainers' store (PyTorch's TCPStore "
+                         "protocol on MASTER_PORT)")
+                   .Register(registry)
+                   .Add({})),
+      connections_(prometheus::BuildCounter()
+                       .Name("ringleader_sidecar_trainer_store_connections_total")
+                       .Help("Connections the trainers' store has accepted")
+                       .Register(registry)
+                       .Add({})),
+      requests_family_(prometheus::BuildCounter()
+                           .Name("ringleader_sidecar_trainer_store_requests_total")
+                           .Help("Requests to the trainers' store by TCPStore query type")
+                           .Register(registry)),
+      unknown_queries_(prometheus::BuildCounter()
+                           .Name("ringleader_sidecar_trainer_store_unknown_queries_total")
+                           .Help("Connections to the trainers' store closed for a query type "
+                                 "it does not know, by dialect and type byte")
+                           .Register(registry)),
+      closed_(prometheus::BuildCounter()
+                  .Name("ringleader_sidecar_trainer_store_closed_connections_total")
+                  .Help("Connections the trainers' store closed or refused, by reason")
+                  .Register(registry)) {
+  for (const rendezvous::torch_store::Query query : rendezvous::torch_store::AllQueries()) {
+    requests_[static_cast<std::size_t>(query)] =
+        &requests_family_.Add({{"query", Label(rendezvous::torch_store::QueryName(query))}});
+  }
+  for (const std::string_view reason : kTrainerStoreCloseReasons) {
+    closed_.Add({{"reason", Label(reason)}});
+  }
+}
+
+void TrainerStoreMetrics::OnAccepted() {
+  clients_.Increment();
+  connections_.Increment();
+}
+
+void TrainerStoreMetrics::OnClosed() { clients_.Decrement(); }
+
+void TrainerStoreMetrics::OnRequest(rendezvous::torch_store::Query query) {
+  const auto index = static_cast<std::size_t>(query);
+  if (index < requests_.size()) {
+    requests_[index]->Increment();
+  }
+}
+
+void TrainerStoreMetrics::OnUnknownQuery(rendezvous::torch_store::Dialect dialect,
+                                         std::uint8_t type_byte) {
+  unknown_queries_
+      .Add({{"dialect", Label(rendezvous::torch_store::DialectName(dialect))},
+            {"type", std::to_string(type_byte)}})
+      .Increment();
+}
+
+void TrainerStoreMetrics::OnClosedForCause(std::string_view reason) {
+  const bool known = std::find(kTrainerStoreCloseReasons.begin(), kTrainerStoreCloseReasons.end(),
+                               reason) != kTrainerStoreCloseReasons.end();
+  closed_.Add({{"reason", Label(known ? reason : "other")}}).Increment();
 }
 
 }  // namespace ringleader::sidecar

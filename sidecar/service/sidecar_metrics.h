@@ -3,6 +3,7 @@
 // so one sidecar exports a bounded number of series.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 #include <prometheus/registry.h>
 
 #include "sidecar/collectives/communicator.h"
+#include "sidecar/rendezvous/torch_store_server.h"
 
 namespace ringleader::sidecar {
 
@@ -119,6 +121,41 @@ class SidecarMetrics {
   std::mutex mutex_;  // makes SetPreflightState, SetInfo and SetPreflightTransport whole
   prometheus::Gauge* info_series_ = nullptr;            // guarded by mutex_
   prometheus::Gauge* transport_info_series_ = nullptr;  // guarded by mutex_
+};
+
+// The trainer store's metrics (PyTorch's TCPStore protocol on MASTER_PORT; rank 0's sidecar,
+// when RINGLEADER_TRAINER_STORE_PORT is set), fed as the server's observer:
+//   ringleader_sidecar_trainer_store_clients                  gauge, client connections open
+//   ringleader_sidecar_trainer_store_connections_total        counter, connections accepted
+//   ringleader_sidecar_trainer_store_requests_total{query}    counter; query: torch_store::
+//                                                             QueryName() ("set", "wait", ...)
+//   ringleader_sidecar_trainer_store_unknown_queries_total{dialect,type}
+//                                                             counter; dialect "torch1" (1.13)
+//                                                             or "torch2", type the byte in
+//                                                             decimal: at most 512 series
+//   ringleader_sidecar_trainer_store_closed_connections_total{reason}
+//                                                             counter; reason: torch_close::
+//                                                             (evicted, too_many_connections,
+//                                                             unknown_query, ...), else "other"
+// Every query and reason series exists from the start at 0. Thread-safe.
+class TrainerStoreMetrics final : public rendezvous::TorchStoreObserver {
+ public:
+  explicit TrainerStoreMetrics(prometheus::Registry& registry);
+
+  void OnAccepted() override;
+  void OnClosed() override;
+  void OnRequest(rendezvous::torch_store::Query query) override;
+  void OnUnknownQuery(rendezvous::torch_store::Dialect dialect, std::uint8_t type_byte) override;
+  void OnClosedForCause(std::string_view reason) override;
+
+ private:
+  prometheus::Gauge& clients_;
+  prometheus::Counter& connections_;
+  prometheus::Family<prometheus::Counter>& requests_family_;
+  prometheus::Family<prometheus::Counter>& unknown_queries_;
+  prometheus::Family<prometheus::Counter>& closed_;
+  // Resolved once: a request costs one atomic add, not a label lookup.
+  std::array<prometheus::Counter*, rendezvous::torch_store::kQueryCount> requests_{};
 };
 
 }  // namespace ringleader::sidecar

@@ -272,6 +272,20 @@ TEST(SidecarConfigTest, StallSecondsDefaultsTo120AndIsReadFromTheOperatorsVariab
   EXPECT_EQ(Parse(OperatorEnv(), {"--stall-seconds", "86400"}).stall_seconds, std::chrono::seconds(86400));
 }
 
+TEST(SidecarConfigTest, TheTrainerStorePortIsReadWhenSetAndCheckedAgainstTheOtherPorts) {
+  EXPECT_EQ(Parse(OperatorEnv()).trainer_store_port, 0);  // unset: not served
+  EXPECT_EQ(Parse(With(OperatorEnv(), "RINGLEADER_TRAINER_STORE_PORT", "61000")).trainer_store_port,
+            61000);
+  EXPECT_EQ(Parse(OperatorEnv(), {"--trainer-store-port", "29500"}).trainer_store_port, 29500);
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_TRAINER_STORE_PORT", "0")),
+            "RINGLEADER_TRAINER_STORE_PORT: 0 is not between 1 and 65535");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_TRAINER_STORE_PORT", "61001")),
+            "RINGLEADER_TRAINER_STORE_PORT: 61001 is RINGLEADER_RENDEZVOUS_PORT too: the two "
+            "stores need ports of their own");
+  EXPECT_EQ(ErrorFor(OperatorEnv(), {"--trainer-store-port", "61002"}),
+            "--trainer-store-port: 61002 is RINGLEADER_METRICS_PORT too");
+}
+
 TEST(SidecarConfigTest, OnlyFalseTurnsTelemetryOffAsTheContractSays) {
   EXPECT_FALSE(Parse(With(OperatorEnv(), "RINGLEADER_TELEMETRY_ENABLED", "false")).telemetry_enabled);
   for (const char* on : {"true", "yes", "1", "False"}) {

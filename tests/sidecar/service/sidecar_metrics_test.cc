@@ -277,5 +277,51 @@ TEST_F(SidecarMetricsTest, NoLabelCarriesATimestampOrSequence) {
   EXPECT_EQ(Series("ringleader_sidecar_probe_runs_total").size(), 4u);
 }
 
+// The trainer store's series: every query and close reason from the start, the clients gauge
+// following accepts and closes, and labels bounded whatever the network sends.
+TEST(TrainerStoreMetricsTest, CountsClientsRequestsUnknownQueriesAndClosesWithBoundedLabels) {
+  namespace ts = rendezvous::torch_store;
+  prometheus::Registry registry;
+  TrainerStoreMetrics metrics(registry);
+  const auto series = [&](const std::string& name) {
+    return testing::SeriesByLabels(registry, name).value_or(std::map<Labels, prometheus::ClientMetric>{});
+  };
+  EXPECT_EQ(series("ringleader_sidecar_trainer_store_requests_total").size(), ts::kQueryCount);
+  EXPECT_EQ(series("ringleader_sidecar_trainer_store_closed_connections_total").size(), 7u);
+
+  metrics.OnAccepted();
+  metrics.OnAccepted();
+  metrics.OnAccepted();
+  metrics.OnClosed();
+  EXPECT_EQ(series("ringleader_sidecar_trainer_store_clients").begin()->second.gauge.value, 2);
+  EXPECT_EQ(series("ringleader_sidecar_trainer_store_connections_total").begin()->second.counter.value, 3);
+
+  metrics.OnRequest(ts::Query::kWait);
+  metrics.OnRequest(ts::Query::kWait);
+  metrics.OnRequest(ts::Query::kCompareSet);
+  const auto requests = series("ringleader_sidecar_trainer_store_requests_total");
+  EXPECT_EQ(requests.at({{"query", "wait"}}).counter.value, 2);
+  EXPECT_EQ(requests.at({{"query", "compare_set"}}).counter.value, 1);
+  EXPECT_EQ(requests.at({{"query", "barrier"}}).counter.value, 0);
+
+  // Every type byte of both dialects: at most 512 series, however many arrive.
+  for (int round = 0; round < 2; ++round) {
+    for (int type = 0; type < 256; ++type) {
+      metrics.OnUnknownQuery(ts::Dialect::kTorch1, static_cast<std::uint8_t>(type));
+      metrics.OnUnknownQuery(ts::Dialect::kTorch2, static_cast<std::uint8_t>(type));
+    }
+  }
+  const auto unknown = series("ringleader_sidecar_trainer_store_unknown_queries_total");
+  EXPECT_EQ(unknown.size(), 512u);
+  EXPECT_EQ(unknown.at({{"dialect", "torch2"}, {"type", "66"}}).counter.value, 2);
+
+  metrics.OnClosedForCause(rendezvous::torch_close::kEvicted);
+  metrics.OnClosedForCause("a reason nobody listed");
+  const auto closed = series("ringleader_sidecar_trainer_store_closed_connections_total");
+  EXPECT_EQ(closed.size(), 7u);
+  EXPECT_EQ(closed.at({{"reason", "evicted"}}).counter.value, 1);
+  EXPECT_EQ(closed.at({{"reason", "other"}}).counter.value, 1);
+}
+
 }  // namespace
 }  // namespace ringleader::sidecar
