@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets with clang in build/fuzz and runs each for SECONDS (default 60)
 # on its seed corpus: the watch-stream parser, the rendezvous frame decoder,
 # the rendezvous server behind a real socket (handshake and store ops), and what the sidecar
-# reads from its run dir (the preflight's result, NCCL's INFO log), and the profiler plugin's
-# snapshot frames; with --build-only it only builds them. Needs clang-14 and libFuzzer
+# reads from its run dir (the preflight's result, NCCL's INFO log), the profiler plugin's
+# snapshot frames, and the trainer store's TCPStore request decoder; with --build-only it only
+# builds them. Needs clang-14 and libFuzzer
 # (Debian: clang-14 libclang-rt-14-dev).
 set -euo pipefail
 
@@ -26,7 +27,7 @@ fi
 cmake -S "${root}" -B "${build}" -G Ninja -DCMAKE_CXX_COMPILER="${cxx}" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRINGLEADER_FUZZ=ON -DRINGLEADER_BENCHMARKS=OFF >/dev/null
 targets=(watch_parser_fuzz rendezvous_decoder_fuzz rendezvous_server_fuzz run_dir_fuzz
-  profiler_snapshot_fuzz)
+  profiler_snapshot_fuzz torch_store_decoder_fuzz)
 cmake --build "${build}" -j"$(nproc)" --target "${targets[@]}" >"${build}/build.log" 2>&1 ||
   { cat "${build}/build.log"; exit 1; }
 if [[ "${build_only}" == true ]]; then
@@ -53,7 +54,8 @@ runs=("watch_parser_fuzz watch_parser 65536"
   "rendezvous_decoder_fuzz rendezvous_decoder 16384"
   "rendezvous_server_fuzz rendezvous_server 16384"
   "run_dir_fuzz run_dir 65536"
-  "profiler_snapshot_fuzz profiler_snapshot 65536")
+  "profiler_snapshot_fuzz profiler_snapshot 65536"
+  "torch_store_decoder_fuzz torch_store_decoder 16384")
 lanes="${FUZZ_JOBS:-$(nproc)}"
 declare -A pids=()
 for spec in "${runs[@]}"; do
