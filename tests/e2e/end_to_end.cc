@@ -56,6 +56,9 @@ std::string JobYaml(const JobSpec& job) {
       "      stepFactor: 4\n      timeoutSeconds: " +
       std::to_string(job.preflight_timeout_seconds) +
       "\n    monitor:\n      intervalSeconds: 5\n      messageBytes: 64Ki\n";
+  if (!job.trainer_store.empty()) {
+    yaml += "    trainerStore: " + job.trainer_store + "\n";
+  }
   yaml += "  runPolicy:\n    backoffLimit: " + std::to_string(job.backoff_limit) + "\n";
   if (job.ttl_seconds_after_finished >= 0) {
     yaml += "    ttlSecondsAfterFinished: " + std::to_string(job.ttl_seconds_after_finished) + "\n";

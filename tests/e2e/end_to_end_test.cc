@@ -152,7 +152,11 @@ TEST_F(EndToEndTest, DeletingARunningJobGarbageCollectsItsChildrenEndsItsProcess
   ASSERT_EQ(processes.size(), 4u) << "two sidecars and two trainers:\n" << CommandLines(processes) << bed_->Diagnostics();
   // The children, each owned by the job.
   const std::vector<std::pair<std::string, std::string>> children = {
-      {"pods", "long-0"}, {"pods", "long-1"}, {"services", "long"}, {"secrets", "long-ringleader-token"}};
+      {"pods", "long-0"},
+      {"pods", "long-1"},
+      {"services", "long"},
+      {"secrets", "long-ringleader-token"},
+      {"networkpolicies", "long-ringleader"}};
   for (const auto& [resource, name] : children) {
     const json child = bed_->Get(resource, name);
     ASSERT_TRUE(child.is_object()) << resource << "/" << name << bed_->Diagnostics();
@@ -195,6 +199,106 @@ TEST_F(EndToEndTest, DeletingARunningJobGarbageCollectsItsChildrenEndsItsProcess
       "next", [](const json& job) { return job.value("status", json::object()).contains("ports"); }, seconds(60));
   ASSERT_TRUE(next.is_object()) << bed_->Diagnostics();
   EXPECT_EQ(next["status"]["ports"]["master"], master_port);
+}
+
+// The value of the container's env entry `name`, "<unset>" when it has none.
+std::string EnvValue(const json& container, const std::string& name) {
+  for (const json& entry : container.value("env", json::array())) {
+    if (entry.value("name", "") == name) {
+      return entry.value("value", "");
+    }
+  }
+  return "<unset>";
+}
+
+// name -> port of what the container declares, hostPort included.
+std::map<std::string, json> DeclaredPorts(const json& container) {
+  std::map<std::string, json> ports;
+  for (const json& port : container.value("ports", json::array())) {
+    ports[port.value("name", "")] = port;
+  }
+  return ports;
+}
+
+const json& InitContainer(const json& pod, const std::string& name) {
+  static const json kNone = json::object();
+  for (const json& container : pod["spec"]["initContainers"]) {
+    if (container.value("name", "") == name) {
+      return container;
+    }
+  }
+  return kNone;
+}
+
+// What the operator made of a job with spec.communication.trainerStore left at its default,
+// Sidecar, as the real API server stored it: rank 0's sidecar is told to serve the trainers' store
+// on the master port and declares that port on every rank, each trainer is told to be a client,
+// and the job's NetworkPolicy (which the API server validated, endPort ranges and all) admits that
+// port and the rendezvous port only from the job's own Pods. The Pods wait for a node that never
+// comes, so nothing runs: devcluster enforces no NetworkPolicy, and trainers meeting in the
+// sidecar's store are pytorch_test's.
+TEST_F(EndToEndTest, AJobsNetworkPolicyAndTrainerStoreAreWhatTheApiServerKeeps) {
+  const std::string yaml = JobYaml({.name = "shielded", .replicas = 2, .trainer_store = ""}) +
+                           "      nodeSelector:\n        ringleader.dev/test-node: nowhere\n";
+  {
+    const CommandOutput applied = bed_->Apply("shielded", yaml);
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+  ASSERT_TRUE(WaitUntil([&] { return bed_->Get("pods", "shielded-1").is_object(); }, seconds(60),
+                        std::chrono::milliseconds(250)))
+      << bed_->Diagnostics();
+  const json job = bed_->Get("trainingjob", "shielded");
+  ASSERT_TRUE(job.is_object());
+  const std::string uid = job["metadata"]["uid"];
+  const int master = job["status"]["ports"]["master"];
+  ASSERT_EQ(job["status"]["ports"]["rendezvous"], master + 1) << job.dump(2);
+
+  const json policy = bed_->Get("networkpolicies", "shielded-ringleader");
+  ASSERT_TRUE(policy.is_object()) << bed_->Diagnostics();
+  const json& owner = policy["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner.value("kind", ""), "TrainingJob");
+  EXPECT_EQ(owner.value("uid", ""), uid);
+  EXPECT_EQ(owner.value("controller", false), true);
+  const json selector = {{"matchLabels", {{"ringleader.dev/job-name", "shielded"}, {"ringleader.dev/job-uid", uid}}}};
+  const json expected = {
+      {"podSelector", selector},
+      {"policyTypes", {"Ingress"}},
+      {"ingress",
+       {{{"from", {{{"podSelector", selector}}}}},
+        {{"ports",
+          {{{"protocol", "TCP"}, {"port", 1}, {"endPort", master - 1}},
+           {{"protocol", "TCP"}, {"port", master + 2}, {"endPort", 65535}},
+           {{"protocol", "UDP"}},
+           {{"protocol", "SCTP"}}}}}}}};
+  EXPECT_EQ(policy["spec"], expected) << policy.dump(2);
+  // It selects the job's Pods as they are.
+  for (const char* pod : {"shielded-0", "shielded-1"}) {
+    const json labels = bed_->Get("pods", pod)["metadata"]["labels"];
+    for (const auto& [key, value] : selector["matchLabels"].items()) {
+      EXPECT_EQ(labels.value(key, ""), value) << pod << " " << key;
+    }
+  }
+
+  const std::string endpoint = "shielded-0.shielded.default.svc.cluster.local:" + std::to_string(master);
+  for (int rank : {0, 1}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const json pod = bed_->Get("pods", "shielded-" + std::to_string(rank));
+    const json& sidecar = InitContainer(pod, "ringleader-sidecar");
+    const json& trainer = pod["spec"]["containers"][0];
+    EXPECT_EQ(EnvValue(sidecar, "RINGLEADER_TRAINER_STORE_PORT"), rank == 0 ? std::to_string(master) : "<unset>");
+    const auto sidecar_ports = DeclaredPorts(sidecar);
+    ASSERT_TRUE(sidecar_ports.contains("rl-master")) << sidecar.dump(2);
+    EXPECT_EQ(sidecar_ports.at("rl-master").value("containerPort", 0), master);
+    EXPECT_FALSE(sidecar_ports.at("rl-master").contains("hostPort"));
+    EXPECT_FALSE(DeclaredPorts(trainer).contains("rl-master")) << trainer.dump(2);
+    EXPECT_EQ(EnvValue(trainer, "MASTER_PORT"), std::to_string(master));
+    EXPECT_EQ(EnvValue(trainer, "TORCHELASTIC_USE_AGENT_STORE"), "True");
+    EXPECT_EQ(EnvValue(trainer, "TORCHELASTIC_RESTART_COUNT"), "0");
+    EXPECT_EQ(EnvValue(trainer, "PET_RDZV_BACKEND"), "c10d");
+    EXPECT_EQ(EnvValue(trainer, "PET_RDZV_ENDPOINT"), endpoint);
+    EXPECT_EQ(EnvValue(trainer, "PET_RDZV_ID"), uid + "-0");
+    EXPECT_EQ(EnvValue(trainer, "PET_RDZV_CONF"), "is_host=false");
+  }
 }
 
 TEST_F(EndToEndTest, AKilledPodRestartsTheGangWhichThenSucceeds) {
