@@ -224,8 +224,9 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
   bed_->StartOperator(args);
 
   // 4. Jobs that drive every API call the operator makes: one runs to success and is deleted by
-  // its TTL; one is suspended while running (its Pods deleted); three find a name their child
-  // needs already taken by someone else's Secret, Service or Pod (read back, then refused).
+  // its TTL; one is suspended while running (its Pods, Service and NetworkPolicy deleted); four
+  // find a name their child needs already taken by someone else's Secret, Service, Pod or
+  // NetworkPolicy (read back, then refused).
   JobSpec ttl{.name = "chart-ttl", .replicas = 2, .steps = 10, .ttl_seconds_after_finished = 0};
   JobSpec suspended{.name = "chart-suspend", .replicas = 2, .steps = 100000, .step_delay_ms = 50};
   ASSERT_EQ(bed_->Apply(ttl.name, JobYaml(ttl)).exit_code, 0);
@@ -236,9 +237,11 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
       "apiVersion: v1\nkind: Service\nmetadata:\n  name: chart-service\n  namespace: default\nspec:\n"
       "  clusterIP: None\n  ports:\n    - port: 80\n---\n"
       "apiVersion: v1\nkind: Pod\nmetadata:\n  name: chart-pod-0\n  namespace: default\nspec:\n"
-      "  nodeName: a-node-elsewhere\n  containers:\n    - name: other\n      image: someone/else\n";
+      "  nodeName: a-node-elsewhere\n  containers:\n    - name: other\n      image: someone/else\n---\n"
+      "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata:\n  name: chart-netpol-ringleader\n"
+      "  namespace: default\nspec:\n  podSelector: {matchLabels: {app: someone-else}}\n  policyTypes: [Ingress]\n";
   ASSERT_EQ(bed_->Apply("taken-names", taken).exit_code, 0);
-  for (const char* name : {"chart-secret", "chart-service", "chart-pod"}) {
+  for (const char* name : {"chart-secret", "chart-service", "chart-pod", "chart-netpol"}) {
     const JobSpec conflicted{.name = name, .replicas = 1};
     ASSERT_EQ(bed_->Apply(name, JobYaml(conflicted)).exit_code, 0);
   }
@@ -260,7 +263,7 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
       << "the suspended job's Pods were not deleted";
   EXPECT_TRUE(WaitUntil([&] { return bed_->Get("trainingjob", ttl.name).is_null(); }, seconds(120), kPoll))
       << "the finished job was not deleted after its TTL";
-  for (const char* name : {"chart-secret", "chart-service", "chart-pod"}) {
+  for (const char* name : {"chart-secret", "chart-service", "chart-pod", "chart-netpol"}) {
     EXPECT_TRUE(
         WaitUntil([&] { return !JobEventMessages(*bed_, name, "NameConflict").empty(); }, seconds(60), kPoll))
         << name << " recorded no NameConflict Event";
@@ -283,8 +286,10 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
   // finalizers, which the audit log shows only as the create's success.
   std::vector<AuditedRequest> authorized = requests;
   for (const AuditedRequest& request : requests) {
-    if (request.verb == "create" && request.code == 201 && request.api_group.empty() &&
-        (request.resource == "pods" || request.resource == "services" || request.resource == "secrets")) {
+    const bool child = (request.api_group.empty() && (request.resource == "pods" || request.resource == "services" ||
+                                                      request.resource == "secrets")) ||
+                       (request.api_group == "networking.k8s.io" && request.resource == "networkpolicies");
+    if (request.verb == "create" && request.code == 201 && child) {
       AuditedRequest finalizers = request;
       finalizers.verb = "update";
       finalizers.api_group = "ringleader.dev";
