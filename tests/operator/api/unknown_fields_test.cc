@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "operator/api/trainingjob.h"
 #include "operator/api/trainingjob_schema.h"
 #include "operator/api/unknown_fields.h"
 #include "operator/yaml/yaml_to_json.h"
@@ -61,6 +62,16 @@ std::vector<std::string> Paths(const FieldErrors& errors) {
 
 TEST(UnknownFieldsTest, AValidJobHasNone) {
   EXPECT_THAT(UnknownTrainingJobFields(ValidJob()), IsEmpty());
+}
+
+// Every field the operator writes back (ToJson spells out each typed field, trainerStore and the
+// rest) is one the CRD declares, so a parsed-and-written job passes the server's strict check.
+TEST(UnknownFieldsTest, WhatTheOperatorWritesBackHasNone) {
+  FieldErrors errors;
+  const json written = TrainingJob::FromJson(ValidJob(), &errors).ToJson();
+  ASSERT_THAT(errors, IsEmpty());
+  ASSERT_EQ(written["spec"]["communication"].value("trainerStore", ""), "Sidecar");
+  EXPECT_THAT(Paths(UnknownTrainingJobFields(written)), IsEmpty()) << written.dump(2);
 }
 
 TEST(UnknownFieldsTest, EveryExampleHasNone) {
