@@ -224,7 +224,7 @@ class PyTorchTest : public ::testing::Test {
     const auto reply = HttpGet("http://" + ip + ":" + std::to_string(metrics_port) + "/metrics");
     ASSERT_TRUE(reply.has_value() && reply->status == 200) << job << "-0's sidecar /metrics";
     // At least one connection per trainer process (1.13's TCPStore opens a second, for callbacks).
-    const std::optional<double> open = SeriesValue(reply->body, "ringleader_trainer_store_clients");
+    const std::optional<double> open = SeriesValue(reply->body, "ringleader_sidecar_trainer_store_clients");
     ASSERT_TRUE(open.has_value()) << reply->body;
     EXPECT_GE(*open, clients) << reply->body;
   }
