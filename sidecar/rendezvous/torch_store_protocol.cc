@@ -369,6 +369,8 @@ void AppendUint32(std::string& out, std::uint32_t value) { AppendLittleEndian(ou
 
 void AppendByte(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
 
+std::uint64_t DecodeLittleEndian(std::string_view bytes) { return LittleEndian(bytes); }
+
 std::optional<std::string> EncodeRequest(Dialect dialect, const Request& request) {
   std::optional<std::uint8_t> type;
   if (dialect == Dialect::kTorch2) {

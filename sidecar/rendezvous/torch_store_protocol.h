@@ -179,13 +179,17 @@ void AppendInt64(std::string& out, std::int64_t value);
 void AppendUint32(std::string& out, std::uint32_t value);
 void AppendByte(std::string& out, std::uint8_t value);
 
+// Reply decoder for a client (torch_store_client.h): the little-endian integer in `bytes` (a
+// u32's 4 or a u64's or i64's 8), as the encoders above write it.
+std::uint64_t DecodeLittleEndian(std::string_view bytes);
+
 inline constexpr std::uint8_t kCheckReady = 0;
 inline constexpr std::uint8_t kCheckNotReady = 1;
 inline constexpr std::uint8_t kStopWaiting = 0;
 inline constexpr std::uint8_t kWaitCanceled = 1;
 
-// Request encoders in a dialect, for tests and the fuzz target; nullopt for a query the dialect
-// does not have.
+// Request encoders in a dialect, for the client (torch_store_client.h), tests and the fuzz target;
+// nullopt for a query the dialect does not have.
 std::optional<std::string> EncodeRequest(Dialect dialect, const Request& request);
 
 }  // namespace ringleader::rendezvous::torch_store
