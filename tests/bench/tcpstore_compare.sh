@@ -8,8 +8,9 @@
 # - torch1: Debian's libtorch 1.13 clients (tcpstore_rendezvous_bench) meet in 1.13's server and
 #   ringleader's (a 1.13 client speaks another dialect of the protocol than a 2.x one).
 # Each program interleaves its servers' repetitions. Prints a markdown table per client set, with
-# the medians, ringleader's ratio to each PyTorch server and each server's growth from 4,096 to
-# 16,384 ranks; where a server stops, the row says why.
+# the medians, ringleader's ratio to each PyTorch server (of the medians, and the median of the
+# paired runs' ratios) and each server's growth from 4,096 to 16,384 ranks; where a server stops,
+# the row says why.
 #   tests/bench/tcpstore_compare.sh [build_dir] [ranks] [repetitions] [client sets] [timeout_s]
 set -euo pipefail
 build=${1:-build/bench}
@@ -36,41 +37,50 @@ for set in ${client_sets//,/ }; do
   "$build/tests/bench/$program" --ranks "$ranks" --repetitions "$reps" --servers "$servers" \
     --timeout-s "$timeout_s" | tee "$work/$set"
 done
+# Ratios: of the medians, and in brackets the median of the paired ratios (ringleader's run r
+# over the other's run r, which ran next to it), which drifting load moves less.
 for set in ${client_sets//,/ }; do
   echo
-  case $set in
-    torch2) echo "PyTorch 2.x clients:"
-      echo "| ranks | ringleader (median s) | libuv TCPStore (median s) | legacy TCPStore (median s) |" \
-        "ringleader / libuv | ringleader / legacy |"
-      echo "|---|---|---|---|---|---|" ;;
-    torch1) echo "PyTorch 1.13 clients:"
-      echo "| ranks | ringleader (median s) | TCPStore 1.13 (median s) | ringleader / TCPStore 1.13 |"
-      echo "|---|---|---|---|" ;;
-  esac
-  # "server=S ranks=N median=T s ..." or "server=S ranks=N stopped|not run: why".
-  awk '
-    /^server=/ {
-      s = substr($1, 8); n = substr($2, 7); line = $0
-      sub(/^server=[^ ]+ ranks=[0-9]+ /, "", line)
-      if (!(n in seen)) { seen[n] = 1; order[++count] = n }
-      if (line ~ /^median=/) { t[s, n] = substr($3, 8) + 0; cell[s, n] = sprintf("%.3f", t[s, n]) }
-      else { cell[s, n] = line }
-      if (!(s in known)) { known[s] = 1; servers[++nservers] = s }
-    }
-    function ratio(a, b) { return ((a, n) in t && (b, n) in t) ? sprintf("%.2f", t[a, n] / t[b, n]) : "-" }
-    END {
-      for (i = 1; i <= count; ++i) {
-        n = order[i]; row = "| " n
-        for (j = 1; j <= nservers; ++j) { row = row " | " cell[servers[j], n] }
-        for (j = 2; j <= nservers; ++j) { row = row " | " ratio(servers[1], servers[j]) }
-        print row " |"
-      }
-      for (j = 1; j <= nservers; ++j) {
-        s = servers[j]
-        if ((s, 4096) in t && (s, 16384) in t) {
-          printf "%s: %.2fx from 4,096 to 16,384 ranks\n", s, t[s, 16384] / t[s, 4096]
-        }
-      }
-    }' "$work/$set"
+  python3 - "$set" "$work/$set" <<'PY'
+import re, statistics, sys
+client_set, path = sys.argv[1], sys.argv[2]
+names = {"ringleader": "ringleader", "tcpstore": "libuv TCPStore" if client_set == "torch2"
+         else "TCPStore 1.13", "tcpstore-legacy": "legacy TCPStore"}
+cells, runs, servers, counts = {}, {}, [], []
+for line in open(path):
+    m = re.match(r"server=(\S+) ranks=(\d+) (.*)", line.strip())
+    if not m:
+        continue
+    server, n, rest = m.group(1), int(m.group(2)), m.group(3)
+    if server not in servers:
+        servers.append(server)
+    if n not in counts:
+        counts.append(n)
+    timed = re.match(r"median=([0-9.]+) s \(runs: ([0-9. ]+)\)", rest)
+    if timed:
+        runs[server, n] = [float(v) for v in timed.group(2).split()]
+        cells[server, n] = timed.group(1)
+    else:
+        cells[server, n] = rest
+def ratio(a, b, n):
+    if (a, n) not in runs or (b, n) not in runs:
+        return "-"
+    paired = [x / y for x, y in zip(runs[a, n], runs[b, n])]
+    return "%.2f (%.2f)" % (statistics.median(runs[a, n]) / statistics.median(runs[b, n]),
+                            statistics.median(paired))
+print("PyTorch %s clients:" % ("2.x" if client_set == "torch2" else "1.13"))
+header = ["ranks"] + ["%s (median s)" % names.get(s, s) for s in servers] + \
+         ["%s / %s" % (names.get(servers[0], servers[0]), names.get(s, s)) for s in servers[1:]]
+print("| " + " | ".join(header) + " |")
+print("|" + "---|" * len(header))
+for n in counts:
+    row = [f"{n:,}"] + [cells.get((s, n), "no result") for s in servers] + \
+          [ratio(servers[0], s, n) for s in servers[1:]]
+    print("| " + " | ".join(row) + " |")
+for s in servers:
+    if (s, 4096) in runs and (s, 16384) in runs:
+        print("%s: %.2fx from 4,096 to 16,384 ranks (medians)" % (
+            names.get(s, s), statistics.median(runs[s, 16384]) / statistics.median(runs[s, 4096])))
+PY
 done
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"

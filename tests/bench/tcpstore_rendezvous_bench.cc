@@ -13,7 +13,8 @@
 //   thread polling every socket; 2.x: libuv);
 // - tcpstore-legacy (2.x only): the same with use_libuv=false, 2.x's threaded backend;
 // - ringleader: ringleader's TCPStore-protocol server (the sidecar's, on its store's event loop),
-//   the program --ringleader-server names, which prints its port and serves until stdin closes.
+//   the program --ringleader-server names, which prints its port and serves until stdin closes;
+//   ringleader=PATH: another build of that program, to compare two builds in one run.
 //
 // What each rank sends, in torch's order:
 // - rendezvous.py's _create_c10d_store with the agent store: TCPStore(MASTER_ADDR, MASTER_PORT,
@@ -159,9 +160,10 @@ Args ParseArgs(int argc, char** argv) {
     return true;
   });
   for (const std::string& server : args.servers) {
-    if (server != "tcpstore" && server != "tcpstore-legacy" && server != "ringleader") {
+    if (server != "tcpstore" && server != "tcpstore-legacy" && server != "ringleader" &&
+        server.rfind("ringleader=", 0) != 0) {
       throw std::invalid_argument("--servers: unknown server '" + server +
-                                  "' (tcpstore, tcpstore-legacy, ringleader)");
+                                  "' (tcpstore, tcpstore-legacy, ringleader, ringleader=PATH)");
     }
     if (server == "tcpstore-legacy" && !kTorch2) {
       throw std::invalid_argument("--servers: tcpstore-legacy is PyTorch 2.x's (this is " +
@@ -473,6 +475,9 @@ Measurement RunOnce(const std::string& server_name, std::uint32_t world_size, co
               ready_pipe[1], go_pipe[0], go_pipe[1]});
     if (server_name == "ringleader") {
       ExecRingleaderServer(args.ringleader_server, port_pipe[1], stop_pipe[0]);
+    }
+    if (server_name.rfind("ringleader=", 0) == 0) {
+      ExecRingleaderServer(server_name.substr(11), port_pipe[1], stop_pipe[0]);
     }
     RunTorchServer(server_name, port_pipe[1], stop_pipe[0]);
   }
