@@ -22,8 +22,10 @@
 #include <utility>
 #include <vector>
 
+#include "examples/trainer/agent_store_rendezvous.h"
 #include "examples/trainer/linear_regression.h"
 #include "examples/trainer/profiler_stand_in.h"
+#include "examples/trainer/torch_store_gloo_adapter.h"
 #include "examples/trainer/trainer_config.h"
 #include "sidecar/app/gloo_store_adapter.h"
 #include "sidecar/collectives/gloo_communicator.h"
@@ -31,6 +33,7 @@
 #include "sidecar/rendezvous/peer_diagnosis.h"
 #include "sidecar/rendezvous/store_client.h"
 #include "sidecar/rendezvous/store_server.h"
+#include "sidecar/rendezvous/torch_store_client.h"
 
 namespace ringleader::examples {
 namespace {
@@ -45,6 +48,14 @@ constexpr std::string_view kStoreToken = "ringleader-example-trainer-not-a-secre
 
 // Every key this trainer writes lives under this prefix.
 constexpr std::string_view kKeyPrefix = "example-trainer/";
+
+// With the agent store, every key also goes under /worker/attempt_<TORCHELASTIC_RESTART_COUNT>/,
+// as PyTorch 1.13's env:// puts a trainer's keys there: a store that outlives an attempt (an
+// agent's, or a sidecar whose Pod lives on) then never mixes one attempt's join counter or Gloo
+// addresses with the next one's, and the example's keys sit where a PyTorch trainer's would.
+std::string AttemptPrefix(int restart_count) {
+  return "/worker/attempt_" + std::to_string(restart_count) + "/";
+}
 
 // A failure after the configuration was accepted; the message says what happened.
 class TrainingFailure : public std::runtime_error {
@@ -190,11 +201,34 @@ class Trainer {
     return 0;
   }
 
-  // Rank 0 serves the store on MASTER_PORT; every rank (rank 0 too) connects, joins, and builds
-  // the Gloo mesh through the store. The store stays up until rank 0 exits, which is after the
-  // last collective, so no rank still needs it by then.
+  // Every rank connects to the store on MASTER_PORT, joins, and builds the Gloo mesh through
+  // the store. Who serves that store depends on TORCHELASTIC_USE_AGENT_STORE (trainer_config.h).
   void Bootstrap() {
     const auto deadline = std::chrono::steady_clock::now() + config_.timeout;
+    const std::string own_address =
+        config_.use_agent_store ? JoinTheAgentStore(deadline) : JoinOwnStore(deadline);
+    collectives::GlooOptions gloo;
+    gloo.rank = config_.rank;
+    gloo.size = config_.world_size;
+    gloo.prefix = std::string(kKeyPrefix) + "gloo/";
+    gloo.hostname = own_address;
+    gloo.timeout = config_.timeout;
+    Communicate("connecting the Gloo mesh", [&] {
+      comm_ = std::make_unique<collectives::GlooCommunicator>(*store_, gloo);
+    });
+    const std::string whose =
+        config_.use_agent_store
+            ? " (a client of its TCPStore, keys under " + AttemptPrefix(config_.restart_count) + ")"
+            : "";
+    std::fprintf(stderr, "ringleader-example-trainer: %s: connected on %s to MASTER_ADDR %s:%u%s\n",
+                 RankName(config_).c_str(), own_address.c_str(), config_.master_addr.c_str(),
+                 static_cast<unsigned>(config_.master_port), whose.c_str());
+  }
+
+  // Rank 0 serves a store of ringleader's own protocol on MASTER_PORT; every rank (rank 0 too)
+  // connects and meets at its barrier. The store stays up until rank 0 exits, which is after
+  // the last collective, so no rank still needs it by then. Returns this rank's address.
+  std::string JoinOwnStore(std::chrono::steady_clock::time_point deadline) {
     if (config_.rank == 0) {
       rendezvous::ServerOptions options;
       options.port = config_.master_port;
@@ -220,7 +254,7 @@ class Trainer {
     }
     client_ = std::move(client).value();
 
-    const std::string own_address = LocalAddressToward(config_.master_addr, config_.master_port);
+    std::string own_address = LocalAddressToward(config_.master_addr, config_.master_port);
     rendezvous::JoinRequest join;
     join.record = own_address;
     join.timeout = config_.timeout;
@@ -229,20 +263,44 @@ class Trainer {
     if (auto joined = rendezvous::Join(*client_, join); !joined) {
       throw TrainingFailure("joining: " + joined.error());
     }
-
     store_ = std::make_unique<sidecar::GlooStoreAdapter>(*client_, config_.timeout);
-    collectives::GlooOptions gloo;
-    gloo.rank = config_.rank;
-    gloo.size = config_.world_size;
-    gloo.prefix = std::string(kKeyPrefix) + "gloo/";
-    gloo.hostname = own_address;
-    gloo.timeout = config_.timeout;
-    Communicate("connecting the Gloo mesh", [&] {
-      comm_ = std::make_unique<collectives::GlooCommunicator>(*store_, gloo);
-    });
-    std::fprintf(stderr, "ringleader-example-trainer: %s: connected on %s to MASTER_ADDR %s:%u\n",
-                 RankName(config_).c_str(), own_address.c_str(), config_.master_addr.c_str(),
-                 static_cast<unsigned>(config_.master_port));
+    return own_address;
+  }
+
+  // Every rank, rank 0 included, is a client of the TCPStore someone else serves on MASTER_PORT
+  // (rank 0's sidecar) and binds nothing for the rendezvous. Connecting retries until the
+  // deadline: other ranks' trainers can start before rank 0's Pod, and with it the store.
+  // Returns this rank's address.
+  std::string JoinTheAgentStore(std::chrono::steady_clock::time_point deadline) {
+    rendezvous::TorchStoreClientOptions options;
+    options.host = config_.master_addr;
+    options.port = config_.master_port;
+    options.key_prefix = AttemptPrefix(config_.restart_count);
+    options.deadline = deadline;
+    options.io_timeout = config_.timeout;
+    auto client = rendezvous::TorchStoreClient::Connect(options);
+    if (!client) {
+      throw TrainingFailure("connecting to the TCPStore on MASTER_PORT: " + client.error());
+    }
+    agent_client_ = std::move(client).value();
+    auto responder = RollCallResponder::Start(options, std::string(kKeyPrefix), config_.rank);
+    if (!responder) {
+      throw TrainingFailure("connecting to the TCPStore on MASTER_PORT: " + responder.error());
+    }
+    roll_call_ = std::move(responder).value();
+
+    std::string own_address = LocalAddressToward(config_.master_addr, config_.master_port);
+    AgentStoreJoin join;
+    join.key_prefix = std::string(kKeyPrefix);
+    join.rank = config_.rank;
+    join.world_size = config_.world_size;
+    join.record = own_address;
+    join.timeout = config_.timeout;
+    if (auto joined = JoinAgentStore(*agent_client_, join); !joined) {
+      throw TrainingFailure("joining: " + joined.error());
+    }
+    store_ = std::make_unique<TorchStoreGlooAdapter>(*agent_client_, config_.timeout);
+    return own_address;
   }
 
   // NCCL loads its profiler plugin when a communicator is made; the Gloo mesh is this trainer's.
@@ -288,8 +346,14 @@ class Trainer {
     }
   }
 
-  // Which ranks died (peer_diagnosis.h); no store means rank 0 is gone.
+  // Which ranks died: from the native store's connections (peer_diagnosis.h; no store means
+  // rank 0 is gone), or by a roll call on the agent store.
   std::string DiagnosePeers() {
+    if (agent_client_) {
+      return DescribeRollCall(TakeRollCall(*agent_client_, std::string(kKeyPrefix), config_.rank,
+                                           config_.world_size),
+                              config_.world_size);
+    }
     return rendezvous::DescribePeerDiagnosis(rendezvous::DiagnosePeers(*client_, kKeyPrefix),
                                              static_cast<std::uint32_t>(config_.world_size));
   }
@@ -314,8 +378,14 @@ class Trainer {
   // Declared in teardown order reversed: the communicator goes first, the server last.
   std::unique_ptr<rendezvous::StoreServer> server_;
   std::unique_ptr<rendezvous::StoreClient> client_;
-  std::unique_ptr<sidecar::GlooStoreAdapter> store_;
+  // With the agent store instead of the two above: the client Gloo's store uses.
+  std::unique_ptr<rendezvous::TorchStoreClient> agent_client_;
+  std::unique_ptr<gloo::rendezvous::Store> store_;
   std::unique_ptr<collectives::GlooCommunicator> comm_;
+  // The roll call's answering connection, which goes before the Gloo mesh: a rank on its way out
+  // (its own exit code, a failure) must not answer the roll call its peers take once its Gloo
+  // connections close.
+  std::unique_ptr<RollCallResponder> roll_call_;
   // Finalized first, as NCCL finalizes the profiler before its communicator goes.
   std::unique_ptr<ProfilerStandIn> stand_in_;
 };

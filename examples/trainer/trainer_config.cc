@@ -227,6 +227,19 @@ TrainerConfig ParseTrainerConfig(const std::vector<std::string>& args, const Env
                       " (every rank needs a sample)");
   }
 
+  // PyTorch compares with str(True), so "true" or "1" leave rank 0 hosting the store.
+  config.use_agent_store = lookup(env::kTorchelasticUseAgentStore) == std::optional<std::string>("True");
+  if (config.use_agent_store) {
+    const auto restart_count = lookup(env::kTorchelasticRestartCount);
+    if (!restart_count || restart_count->empty()) {
+      throw ConfigError(std::string(env::kTorchelasticRestartCount) + " is not set (with " +
+                        std::string(env::kTorchelasticUseAgentStore) +
+                        "=True the trainer's keys go under /worker/attempt_<it>/, as PyTorch's are)");
+    }
+    config.restart_count =
+        ParseInteger<int>(env::kTorchelasticRestartCount, *restart_count, 0, 1'000'000);
+  }
+
   const auto plugin = lookup(env::kNcclProfilerPlugin);
   if (stand_in && plugin && !plugin->empty() && !EqualsIgnoringCase(*plugin, "none")) {
     config.profiler_plugin = *plugin;

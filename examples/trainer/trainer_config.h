@@ -51,6 +51,15 @@ struct TrainerConfig {
   int rank = 0;
   int world_size = 1;
 
+  // TORCHELASTIC_USE_AGENT_STORE exactly "True", as PyTorch reads it: every rank, rank 0
+  // included, is a client of the store (PyTorch's TCPStore protocol) at MASTER_ADDR:MASTER_PORT
+  // that someone else hosts (rank 0's sidecar), and binds nothing for the rendezvous. Otherwise
+  // rank 0 hosts a store of ringleader's own protocol on MASTER_PORT.
+  bool use_agent_store = false;
+  // TORCHELASTIC_RESTART_COUNT, required with the agent store: its keys go under
+  // /worker/attempt_<restart_count>/.
+  int restart_count = 0;
+
   int steps = 20;
   double learning_rate = 0.5;
   std::uint64_t seed = 1;
@@ -102,7 +111,10 @@ inline constexpr std::string_view kTrainerUsage =
     "                                  [--profiler-stand-in on|off]\n"
     "                                  [--stand-in-slowdown RANK:FACTOR]\n"
     "                                  [--linger-after-training-seconds S]\n"
-    "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://); with\n"
+    "reads MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE (torch.distributed env://); rank 0\n"
+    "serves the rendezvous store on MASTER_PORT unless TORCHELASTIC_USE_AGENT_STORE=True, when\n"
+    "every rank is a client of the TCPStore there, keys under\n"
+    "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>/ (as PyTorch's env:// then is); with\n"
     "NCCL_PROFILER_PLUGIN set, reports each Gloo all-reduce to that NCCL profiler plugin as NCCL\n"
     "would (a stand-in: this trainer has no NCCL). --stand-in-slowdown, a test aid, multiplies\n"
     "the collective times rank RANK reports by FACTOR (1 to 1000000). With\n"

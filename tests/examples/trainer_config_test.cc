@@ -197,5 +197,29 @@ TEST(TrainerConfigTest, NamesMalformedSlowdowns) {
   EXPECT_THAT(ErrorOf(GoodEnv(), {"--stand-in-slowdown", "1:2e6"}), HasSubstr("is not in [1, 1000000]"));
 }
 
+// The operator's trainerStore Sidecar sets TORCHELASTIC_USE_AGENT_STORE=True and the attempt;
+// only the exact "True" counts, as PyTorch compares with str(True).
+TEST(TrainerConfigTest, IsAClientOfTheAgentStoreOnlyWhenToldExactlyTrue) {
+  auto env = GoodEnv();
+  EXPECT_FALSE(Parse(env).use_agent_store);
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  env["TORCHELASTIC_RESTART_COUNT"] = "3";
+  const TrainerConfig config = Parse(env);
+  EXPECT_TRUE(config.use_agent_store);
+  EXPECT_EQ(config.restart_count, 3);
+  for (const char* other : {"true", "1", "TRUE", ""}) {
+    env["TORCHELASTIC_USE_AGENT_STORE"] = other;
+    EXPECT_FALSE(Parse(env).use_agent_store) << other;
+  }
+}
+
+TEST(TrainerConfigTest, NamesAMissingOrMalformedRestartCountWithTheAgentStore) {
+  auto env = GoodEnv();
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  EXPECT_THAT(ErrorOf(env), HasSubstr("TORCHELASTIC_RESTART_COUNT is not set"));
+  env["TORCHELASTIC_RESTART_COUNT"] = "-1";
+  EXPECT_THAT(ErrorOf(env), HasSubstr("TORCHELASTIC_RESTART_COUNT: \"-1\""));
+}
+
 }  // namespace
 }  // namespace ringleader::examples

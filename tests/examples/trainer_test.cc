@@ -1,6 +1,9 @@
 // The example trainer end to end: worlds of real trainer processes on 127.0.0.1 given only
-// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, checked against a single-process reference; and,
-// given NCCL_PROFILER_PLUGIN, its stand-in for NCCL driving the built profiler plugin.
+// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, checked against a single-process reference, with
+// rank 0 hosting the store and, as under trainerStore Sidecar, with every rank a client of a
+// TCPStore-protocol store that the test serves as rank 0's sidecar does
+// (TORCHELASTIC_USE_AGENT_STORE=True); and, given NCCL_PROFILER_PLUGIN, its stand-in for NCCL
+// driving the built profiler plugin.
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +21,9 @@
 
 #include "examples/trainer/linear_regression.h"
 #include "sidecar/profiler/snapshot_protocol.h"
+#include "sidecar/rendezvous/store_server.h"
+#include "sidecar/rendezvous/torch_store_client.h"
+#include "sidecar/rendezvous/torch_store_server.h"
 #include "tests/sidecar/profiler/plugin_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_environment.h"
@@ -40,12 +46,49 @@ constexpr double kLearningRate = 0.5;
 // Changes rank `rank`'s environment before it starts.
 using EnvEdit = std::function<void(int rank, std::map<std::string, std::string>& env)>;
 
+// Who serves the store on MASTER_PORT: the trainers' rank 0 (trainerStore Trainer), or, with
+// TORCHELASTIC_USE_AGENT_STORE=True, a store outside them (trainerStore Sidecar) that the test
+// serves: started before the trainers, as rank 0's sidecar binds it before any trainer starts,
+// or by the test later (StartStore), as other ranks' trainers can start before rank 0's Pod.
+enum class Store { kRankZero, kAgent, kAgentLater };
+
+std::string StoreName(Store store) { return store == Store::kRankZero ? "RankZeroStore" : "AgentStore"; }
+
+// rank 0's sidecar in small: the native store with the TCPStore-protocol server as its loop
+// guest, on 127.0.0.1:`port`.
+class SidecarStore {
+ public:
+  explicit SidecarStore(int port) {
+    rendezvous::TorchStoreOptions torch;
+    torch.bind_address = "127.0.0.1";
+    torch.port = static_cast<std::uint16_t>(port);
+    rendezvous::ServerOptions options;
+    options.bind_address = "127.0.0.1";
+    options.token = "job-token";
+    options.make_guest = rendezvous::TorchStoreServer::GuestFactory(std::move(torch));
+    server_ = std::make_unique<rendezvous::StoreServer>(std::move(options));
+  }
+  rendezvous::TorchStoreStats Stats() const {
+    return static_cast<rendezvous::TorchStoreServer*>(server_->guest())->Stats();
+  }
+
+ private:
+  std::unique_ptr<rendezvous::StoreServer> server_;
+};
+
+// The restart count every agent-store world here runs under (TORCHELASTIC_RESTART_COUNT).
+constexpr int kRestartCount = 3;
+
 // A world of trainer processes, each logging to its own file; all are killed when it goes.
 class TrainerWorld {
  public:
-  TrainerWorld(int world_size, const std::vector<std::string>& args, const EnvEdit& edit_env = {})
+  TrainerWorld(int world_size, const std::vector<std::string>& args, const EnvEdit& edit_env = {},
+               Store store = Store::kRankZero)
       : dir_(ringleader::testing::MakeTempDir("trainer-test")),
         port_(ringleader::testing::FreePort()) {
+    if (store == Store::kAgent) {
+      StartStore();
+    }
     for (int rank = 0; rank < world_size; ++rank) {
       std::map<std::string, std::string> env = {
           {"MASTER_ADDR", "127.0.0.1"},
@@ -53,6 +96,10 @@ class TrainerWorld {
           {"RANK", std::to_string(rank)},
           {"WORLD_SIZE", std::to_string(world_size)},
       };
+      if (store != Store::kRankZero) {
+        env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+        env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(kRestartCount);
+      }
       // Sanitizer settings (suppressions, halt_on_error) reach the trainers of a sanitizer build.
       for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
         if (const char* value = std::getenv(name)) {
@@ -73,9 +120,15 @@ class TrainerWorld {
   }
   ~TrainerWorld() {
     ranks_.clear();
+    store_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
+
+  // Serves the agent store on the world's MASTER_PORT.
+  void StartStore() { store_ = std::make_unique<SidecarStore>(port_); }
+  const SidecarStore& store() const { return *store_; }
+  int port() const { return port_; }
 
   ChildProcess& rank(int r) { return *ranks_.at(static_cast<std::size_t>(r)); }
   std::string Log(int r) const { return ReadLog(logs_.at(static_cast<std::size_t>(r))); }
@@ -102,6 +155,7 @@ class TrainerWorld {
   std::filesystem::path dir_;
   int port_;
   std::vector<std::filesystem::path> logs_;
+  std::unique_ptr<SidecarStore> store_;
   std::vector<std::unique_ptr<ChildProcess>> ranks_;
 };
 
@@ -182,10 +236,20 @@ std::vector<double> ParseLosses(const std::string& log) {
   return losses;
 }
 
-class TrainerWorldTest : public ::testing::TestWithParam<int> {};
+// Every rank of `world` exits 0 by `deadline`.
+void ExpectEveryRankFinishes(TrainerWorld& world, Clock::time_point deadline) {
+  for (int r = 0; r < world.size(); ++r) {
+    const auto exit = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(exit) << "rank " << r << " still runs:\n" << world.Log(r);
+    ASSERT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << r << ":\n" << world.Log(r);
+    EXPECT_TRUE(ParseFinal(world.Log(r))) << "rank " << r << ":\n" << world.Log(r);
+  }
+}
+
+class TrainerWorldTest : public ::testing::TestWithParam<std::tuple<int, Store>> {};
 
 TEST_P(TrainerWorldTest, RanksAgreeAndMatchASingleProcessReference) {
-  TrainerWorld world(GetParam(), TrainingArgs());
+  TrainerWorld world(std::get<0>(GetParam()), TrainingArgs(), {}, std::get<1>(GetParam()));
   const auto deadline = Clock::now() + std::chrono::seconds(30);
   std::vector<FinalLine> finals;
   for (int r = 0; r < world.size(); ++r) {
@@ -218,8 +282,13 @@ TEST_P(TrainerWorldTest, RanksAgreeAndMatchASingleProcessReference) {
   EXPECT_LT(losses.back(), 0.1 * losses.front());
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, TrainerWorldTest, ::testing::Values(1, 2, 4),
-                         [](const auto& param_info) { return "World" + std::to_string(param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Worlds, TrainerWorldTest,
+                         ::testing::Combine(::testing::Values(1, 2, 4),
+                                            ::testing::Values(Store::kRankZero, Store::kAgent)),
+                         [](const auto& param_info) {
+                           return "World" + std::to_string(std::get<0>(param_info.param)) +
+                                  StoreName(std::get<1>(param_info.param));
+                         });
 
 TEST(TrainerTest, NamesAMissingRankVariable) {
   TrainerWorld world(1, TrainingArgs(),
@@ -231,13 +300,16 @@ TEST(TrainerTest, NamesAMissingRankVariable) {
   EXPECT_THAT(world.Log(0), HasSubstr("RANK is not set"));
 }
 
-// Killing one rank mid-run makes every other rank exit non-zero, promptly, naming the lost rank.
-class TrainerKillTest : public ::testing::TestWithParam<int> {};
+// Killing one rank mid-run makes every other rank exit non-zero, promptly, naming the lost rank:
+// from the native store's connections, or with the agent store (which outlives rank 0's
+// trainer, as the sidecar does) from a roll call.
+class TrainerKillTest : public ::testing::TestWithParam<std::tuple<int, Store>> {};
 
 TEST_P(TrainerKillTest, SurvivorsExitNonZeroNamingTheVanishedRank) {
-  const int victim = GetParam();
+  const int victim = std::get<0>(GetParam());
   constexpr int kWorld = 3;
-  TrainerWorld world(kWorld, {"--steps", "100000", "--step-delay-ms", "20", "--timeout-seconds", "10"});
+  TrainerWorld world(kWorld, {"--steps", "100000", "--step-delay-ms", "20", "--timeout-seconds", "10"},
+                     {}, std::get<1>(GetParam()));
   ASSERT_TRUE(world.WaitForLog(0, "step 5/", Clock::now() + std::chrono::seconds(15)))
       << world.Log(0);
   world.rank(victim).Signal(SIGKILL);
@@ -254,14 +326,92 @@ TEST_P(TrainerKillTest, SurvivorsExitNonZeroNamingTheVanishedRank) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Victims, TrainerKillTest, ::testing::Values(0, 1),
-                         [](const auto& param_info) { return "Rank" + std::to_string(param_info.param); });
+INSTANTIATE_TEST_SUITE_P(Victims, TrainerKillTest,
+                         ::testing::Combine(::testing::Values(0, 1),
+                                            ::testing::Values(Store::kRankZero, Store::kAgent)),
+                         [](const auto& param_info) {
+                           return "Rank" + std::to_string(std::get<0>(param_info.param)) +
+                                  StoreName(std::get<1>(param_info.param));
+                         });
+
+// ---- With the agent store (TORCHELASTIC_USE_AGENT_STORE=True, trainerStore Sidecar) ----
+
+// Every rank, rank 0 included, connects to the store the test serves on MASTER_PORT (a rank 0
+// that tried to bind it would fail: the store holds it), and the keys go under PyTorch 1.13's
+// /worker/attempt_<TORCHELASTIC_RESTART_COUNT>/.
+TEST(TrainerAgentStoreTest, EveryRankIsAClientAndItsKeysAreUnderTheAttempt) {
+  TrainerWorld world(2, TrainingArgs(), {}, Store::kAgent);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
+  for (int r = 0; r < world.size(); ++r) {
+    const auto exit = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(exit) << "rank " << r << " still runs:\n" << world.Log(r);
+    ASSERT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << r << ":\n" << world.Log(r);
+    EXPECT_THAT(world.Log(r), HasSubstr("connected on 127.0.0.1 to MASTER_ADDR 127.0.0.1:" +
+                                        std::to_string(world.port()) +
+                                        " (a client of its TCPStore, keys under /worker/attempt_3/)"));
+  }
+  // Each rank held two connections: Gloo's store and the roll call's.
+  EXPECT_EQ(world.store().Stats().accepted, 4u);
+  EXPECT_TRUE(world.store().Stats().closed_by_reason.empty());
+
+  rendezvous::TorchStoreClientOptions options;
+  options.host = "127.0.0.1";
+  options.port = static_cast<std::uint16_t>(world.port());
+  options.deadline = Clock::now() + std::chrono::seconds(5);
+  auto client = rendezvous::TorchStoreClient::Connect(options);
+  ASSERT_TRUE(client) << client.error();
+  EXPECT_TRUE(client.value()->Check({"/worker/attempt_3/example-trainer/ranks/0",
+                                     "/worker/attempt_3/example-trainer/ranks/1",
+                                     "/worker/attempt_3/example-trainer/all-joined"})
+                  .value());
+  EXPECT_EQ(client.value()->Get("/worker/attempt_3/example-trainer/joined", std::chrono::seconds(1)).value(),
+            "2");
+  EXPECT_FALSE(client.value()->Check({"example-trainer/ranks/0"}).value());
+}
+
+// Other ranks' trainers can start before rank 0's Pod, and with it the sidecar's store: they
+// retry until it is there.
+TEST(TrainerAgentStoreTest, TrainersThatStartBeforeTheStoreWaitForIt) {
+  TrainerWorld world(2, TrainingArgs(), {}, Store::kAgentLater);
+  // Long enough for several refused connects; nothing the trainers print says so.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (int r = 0; r < world.size(); ++r) {
+    ASSERT_TRUE(world.rank(r).Running()) << "rank " << r << " gave up:\n" << world.Log(r);
+  }
+  world.StartStore();
+  ExpectEveryRankFinishes(world, Clock::now() + std::chrono::seconds(30));
+}
+
+// A rank that never reaches the store is named by the others' join, as the native join names it.
+TEST(TrainerAgentStoreTest, TheJoinNamesARankThatNeverCame) {
+  const int nowhere = ringleader::testing::FreePort();
+  TrainerWorld world(3, {"--steps", "5", "--timeout-seconds", "3"},
+                     [&](int rank, std::map<std::string, std::string>& env) {
+                       if (rank == 1) {
+                         env["MASTER_PORT"] = std::to_string(nowhere);
+                       }
+                     },
+                     Store::kAgent);
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  for (const int r : {0, 2}) {
+    const auto exit = world.WaitUntil(r, deadline);
+    ASSERT_TRUE(exit) << world.Log(r);
+    EXPECT_TRUE(exit->exited() && exit->exit_code == 1) << world.Log(r);
+    EXPECT_THAT(world.Log(r), HasSubstr("joining: rank 1 of 3 did not join within 3 s")) << world.Log(r);
+  }
+  const auto exit = world.WaitUntil(1, deadline);
+  ASSERT_TRUE(exit) << world.Log(1);
+  EXPECT_THAT(world.Log(1), HasSubstr("connecting to the TCPStore on MASTER_PORT: TCPStore 127.0.0.1:" +
+                                      std::to_string(nowhere) + " unreachable for"));
+}
 
 // --exit-code-at-step makes one rank exit with a chosen code (for failure-policy tests); the others
-// fail for want of it, naming it.
-TEST(TrainerTest, TheChosenRankExitsWithTheChosenCodeAtTheChosenStep) {
+// fail for want of it, naming it, with either store.
+class TrainerInjectedExitTest : public ::testing::TestWithParam<Store> {};
+
+TEST_P(TrainerInjectedExitTest, TheChosenRankExitsWithTheChosenCodeAtTheChosenStep) {
   TrainerWorld world(3, {"--steps", "50", "--timeout-seconds", "10", "--exit-code-at-step", "5:42", "--fail-rank",
-                         "1"});
+                         "1"}, {}, GetParam());
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   const auto exit = world.WaitUntil(1, deadline);
   ASSERT_TRUE(exit) << world.Log(1);
@@ -277,6 +427,10 @@ TEST(TrainerTest, TheChosenRankExitsWithTheChosenCodeAtTheChosenStep) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Stores, TrainerInjectedExitTest,
+                         ::testing::Values(Store::kRankZero, Store::kAgent),
+                         [](const auto& param_info) { return StoreName(param_info.param); });
+
 TEST(TrainerTest, AnInjectedExitForAnotherAttemptIsNotTaken) {
   TrainerWorld world(2, {"--steps", "5", "--exit-code-at-step", "2:42", "--fail-attempt", "0", "--attempt", "1"});
   for (int r = 0; r < 2; ++r) {
@@ -287,16 +441,6 @@ TEST(TrainerTest, AnInjectedExitForAnotherAttemptIsNotTaken) {
 }
 
 // ---- The NCCL profiler plugin stand-in (examples/trainer/profiler_stand_in.h) ----
-
-// Every rank of `world` exits 0 by `deadline`.
-void ExpectEveryRankFinishes(TrainerWorld& world, Clock::time_point deadline) {
-  for (int r = 0; r < world.size(); ++r) {
-    const auto exit = world.WaitUntil(r, deadline);
-    ASSERT_TRUE(exit) << "rank " << r << " still runs:\n" << world.Log(r);
-    ASSERT_TRUE(exit->exited() && exit->exit_code == 0) << "rank " << r << ":\n" << world.Log(r);
-    EXPECT_TRUE(ParseFinal(world.Log(r))) << "rank " << r << ":\n" << world.Log(r);
-  }
-}
 
 // Each rank's gradient all-reduce (kParameters + 1 float32 per step) reaches the built plugin as
 // one NCCL AllReduce, timed, and the plugin's snapshots reach a socket standing in for the
