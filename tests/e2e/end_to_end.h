@@ -29,10 +29,11 @@ struct JobSpec {
   int ttl_seconds_after_finished = -1;  // spec.runPolicy.ttlSecondsAfterFinished; -1 leaves it out
   int gpus_per_replica = 0;             // spec.gpusPerReplica; 0 leaves it out (the backend stays gloo)
   std::vector<std::string> trainer_args = {};  // after --steps and --step-delay-ms
-  // spec.communication.trainerStore. The example trainer's rank 0 hosts its own store (ringleader's
-  // protocol, not PyTorch's) on MASTER_PORT, so Trainer; "" leaves the default (Sidecar), where
-  // rank 0's sidecar holds that port and the example trainer's rank 0 cannot start.
-  std::string trainer_store = "Trainer";
+  // spec.communication.trainerStore; "" leaves the default, Sidecar: rank 0's sidecar serves
+  // PyTorch's TCPStore protocol on MASTER_PORT and the example trainer, told
+  // TORCHELASTIC_USE_AGENT_STORE=True, is a client of it on every rank. "Trainer" makes the
+  // example trainer's rank 0 host a store of ringleader's own protocol there instead.
+  std::string trainer_store = "";
 };
 std::string JobYaml(const JobSpec& job);
 

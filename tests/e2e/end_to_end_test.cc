@@ -81,6 +81,8 @@ TEST_F(EndToEndTest, TheExampleJobSucceedsWithAPassingPreflightAndAgreeingRanks)
     std::smatch match;
     ASSERT_TRUE(std::regex_search(log, match, final_line)) << "rank " << rank << ":\n" << log;
     checksums.insert(match[1]);
+    // trainerStore Sidecar (the default): every rank, rank 0's too, a client of rank 0's sidecar.
+    EXPECT_THAT(log, HasSubstr("(a client of its TCPStore, keys under /worker/attempt_0/)")) << log;
   }
   EXPECT_EQ(checksums.size(), 1u);
   // The preflight init container ran the sweep and printed the table; the sidecar took its result.
@@ -238,7 +240,7 @@ const json& InitContainer(const json& pod, const std::string& name) {
 // comes, so nothing runs: devcluster enforces no NetworkPolicy, and trainers meeting in the
 // sidecar's store are pytorch_test's.
 TEST_F(EndToEndTest, AJobsNetworkPolicyAndTrainerStoreAreWhatTheApiServerKeeps) {
-  const std::string yaml = JobYaml({.name = "shielded", .replicas = 2, .trainer_store = ""}) +
+  const std::string yaml = JobYaml({.name = "shielded", .replicas = 2}) +
                            "      nodeSelector:\n        ringleader.dev/test-node: nowhere\n";
   {
     const CommandOutput applied = bed_->Apply("shielded", yaml);
@@ -315,6 +317,13 @@ TEST_F(EndToEndTest, AKilledPodRestartsTheGangWhichThenSucceeds) {
   const json job = bed_->WaitForJob("crash", JobFinished, seconds(180));
   ASSERT_EQ(JobState(job), "Succeeded") << job.dump(2) << bed_->Diagnostics();
   EXPECT_EQ(job["status"]["restarts"], 1) << job.dump(2) << bed_->Diagnostics();
+  // The new attempt's three trainers met in the new rank-0 sidecar's store under the attempt's
+  // prefix (read from the node agents' log files, which keep both attempts' Pods' logs).
+  const std::string logs = bed_->AllPodLogs();
+  const std::regex attempt_1("rank [0-2] of 3: connected on [^ ]+ to MASTER_ADDR [^ ]+ \\(a client of its "
+                             "TCPStore, keys under /worker/attempt_1/\\)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(logs.begin(), logs.end(), attempt_1), std::sregex_iterator()), 3)
+      << logs;
 }
 
 TEST(EndToEndFaultTest, ARankThatCannotReachRankZeroFailsThePreflightNamingIt) {

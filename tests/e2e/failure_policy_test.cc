@@ -25,7 +25,6 @@ using ::testing::HasSubstr;
 // Two ranks of the example trainer; rank 1 exits with `code` at step 3 (in attempt 0 only when
 // `first_attempt_only`: the trainer reads its attempt from the Pod's label). One FailJob rule
 // names exit code 42 of the trainer.
-// trainerStore Trainer: the example trainer's rank 0 hosts its own store on MASTER_PORT.
 std::string FailingJobYaml(const std::string& name, int code, bool first_attempt_only) {
   std::string args = R"("--steps", "20", "--step-delay-ms", "50", "--exit-code-at-step", "3:)" +
                      std::to_string(code) + R"(", "--fail-rank", "1")";
@@ -34,7 +33,7 @@ std::string FailingJobYaml(const std::string& name, int code, bool first_attempt
   }
   return "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
          "\n  namespace: default\nspec:\n  replicas: 2\n"
-         "  communication:\n    backend: gloo\n    trainerStore: Trainer\n"
+         "  communication:\n    backend: gloo\n"
          "    preflight: {minBytes: 64Ki, maxBytes: 256Ki, stepFactor: 4, timeoutSeconds: 60}\n"
          "    monitor: {intervalSeconds: 5, messageBytes: 64Ki}\n"
          "  runPolicy:\n    backoffLimit: 2\n    failurePolicy:\n      rules:\n"
@@ -125,11 +124,10 @@ TEST_F(FailurePolicyEndToEndTest, AnotherExitCodeRestartsTheGangAfterTheBackoffA
 
 // Two ranks training for a while; the test evicts rank 1 through the Eviction API, as a node
 // drain or a preemption would.
-// trainerStore Trainer: the example trainer's rank 0 hosts its own store on MASTER_PORT.
 std::string LongJobYaml(const std::string& name) {
   return "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
          "\n  namespace: default\nspec:\n  replicas: 2\n"
-         "  communication:\n    backend: gloo\n    trainerStore: Trainer\n"
+         "  communication:\n    backend: gloo\n"
          "    preflight: {minBytes: 64Ki, maxBytes: 256Ki, stepFactor: 4, timeoutSeconds: 60}\n"
          "    monitor: {intervalSeconds: 5, messageBytes: 64Ki}\n"
          "  runPolicy:\n    backoffLimit: 0\n"

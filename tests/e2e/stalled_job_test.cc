@@ -44,7 +44,6 @@ struct StallJob {
 // The example trainer with stallSeconds 10; the trainer learns its attempt from its Pod's label.
 // Its Gloo timeout (600 s) outlasts every wait here, so the ranks waiting for a stalled one wait
 // instead of failing.
-// trainerStore Trainer: the example trainer's rank 0 hosts its own store on MASTER_PORT.
 std::string StallJobYaml(const StallJob& job) {
   std::string args = "\"--steps\", \"" + std::to_string(job.steps) + "\", \"--step-delay-ms\", \"" +
                      std::to_string(job.step_delay_ms) + "\", \"--timeout-seconds\", \"600\"";
@@ -53,7 +52,7 @@ std::string StallJobYaml(const StallJob& job) {
   }
   return "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + job.name +
          "\n  namespace: default\nspec:\n  replicas: " + std::to_string(job.replicas) + "\n"
-         "  communication:\n    backend: gloo\n    trainerStore: Trainer\n"
+         "  communication:\n    backend: gloo\n"
          "    preflight: {minBytes: 64Ki, maxBytes: 256Ki, stepFactor: 4, timeoutSeconds: 60}\n"
          "    monitor: {intervalSeconds: 5, messageBytes: 64Ki}\n"
          "    telemetry: {stallSeconds: " + std::to_string(kStallSeconds) + ", onStall: " + job.on_stall + "}\n"

@@ -22,11 +22,10 @@ using std::chrono::seconds;
 using ::testing::HasSubstr;
 
 // Three ranks of the example trainer; every rank but 0 waits `linger_seconds` after its last step.
-// trainerStore Trainer: the example trainer's rank 0 hosts its own store on MASTER_PORT.
 std::string RankZeroJobYaml(const std::string& name, int linger_seconds) {
   return "apiVersion: ringleader.dev/v1alpha1\nkind: TrainingJob\nmetadata:\n  name: " + name +
          "\n  namespace: default\nspec:\n  replicas: 3\n"
-         "  communication:\n    backend: gloo\n    trainerStore: Trainer\n"
+         "  communication:\n    backend: gloo\n"
          "    preflight: {minBytes: 64Ki, maxBytes: 256Ki, stepFactor: 4, timeoutSeconds: 60}\n"
          "    monitor: {intervalSeconds: 5, messageBytes: 64Ki}\n"
          "  runPolicy:\n    backoffLimit: 2\n    successPolicy: RankZero\n"
