@@ -2,117 +2,39 @@
 #include "sidecar/rendezvous/store_client.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
-#include <climits>
 #include <limits>
 #include <random>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <variant>
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "sidecar/rendezvous/auth.h"
+#include "sidecar/rendezvous/blocking_socket.h"
 
 namespace ringleader::rendezvous {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using blocking::Clock;
+using blocking::Dial;
+using blocking::ErrnoText;
+using blocking::HostPort;
+using blocking::kStopped;
+using blocking::PollOne;
+using blocking::SleepUnlessStopped;
+using blocking::Stopping;
+using blocking::UniqueFd;
 
 constexpr std::size_t kReceiveChunk = 64 * 1024;
-// What a wait that a stop request cut short failed with (ClientOptions::stop).
-constexpr std::string_view kStopped = "stopped";
-
-std::string ErrnoText(int error) {
-  std::string text = std::generic_category().message(error);
-  if (!text.empty()) {
-    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  }
-  return text;
-}
-
-std::string HostPort(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-// Milliseconds until deadline for poll(): at least 0, rounded up, at most INT_MAX.
-int PollMillis(Clock::time_point deadline) {
-  const auto left = deadline - Clock::now();
-  if (left <= Clock::duration::zero()) {
-    return 0;
-  }
-  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
-  return static_cast<int>(std::min<long long>(ms, INT_MAX));
-}
-
-bool Stopping(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
-
-// poll() on one descriptor until it is ready (> 0), `deadline` passes or a stop is requested
-// (0; the caller tells the two apart with Stopping), or it fails (-1, errno set). With a stop
-// to watch, it polls in slices of kStopCheckInterval, so a stop is seen within one.
-int PollOne(pollfd& poll_fd, Clock::time_point deadline, const std::atomic<bool>* stop) {
-  while (true) {
-    if (Stopping(stop) || Clock::now() >= deadline) {
-      return 0;
-    }
-    int wait_ms = PollMillis(deadline);
-    if (stop != nullptr) {
-      wait_ms = std::min<int>(wait_ms, static_cast<int>(kStopCheckInterval.count()));
-    }
-    const int ready = ::poll(&poll_fd, 1, wait_ms);
-    if (ready != 0 && !(ready < 0 && errno == EINTR)) {
-      return ready;
-    }
-  }
-}
-
-// Sleeps for `pause` unless a stop comes first; true when it did.
-bool SleepUnlessStopped(Clock::duration pause, const std::atomic<bool>* stop) {
-  const Clock::time_point until = Clock::now() + pause;
-  while (!Stopping(stop)) {
-    const Clock::time_point now = Clock::now();
-    if (now >= until) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::min<Clock::duration>(until - now, kStopCheckInterval));
-  }
-  return true;
-}
 
 std::uint32_t ClampMillis(std::chrono::milliseconds timeout) {
   return static_cast<std::uint32_t>(
       std::clamp<long long>(timeout.count(), 0, std::numeric_limits<std::uint32_t>::max()));
 }
-
-// Owns a descriptor until released.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 // Sends out and reads replies frames from fd, both directions at once so a long pipeline cannot
 // deadlock against the server's bounded buffers. Stops early at a Refused, which it returns,
@@ -179,65 +101,6 @@ Result<std::vector<Message>> ExchangeFrames(int fd, FrameDecoder& decoder, std::
       }
     }
   }
-}
-
-// A connected non-blocking TCP socket, or why not (kStopped once `stop` is set).
-Result<int> Dial(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                 const std::atomic<bool>* stop) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  const int gai = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (gai != 0) {
-    return Result<int>::Failure("cannot resolve " + host + ": " + ::gai_strerror(gai));
-  }
-  std::string error = "no address";
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                         ai->ai_protocol));
-    if (fd.get() < 0) {
-      error = ErrnoText(errno);
-      continue;
-    }
-    if (::connect(fd.get(), ai->ai_addr, ai->ai_addrlen) != 0) {
-      if (errno != EINPROGRESS) {
-        error = ErrnoText(errno);
-        continue;
-      }
-      pollfd poll_fd{};
-      poll_fd.fd = fd.get();
-      poll_fd.events = POLLOUT;
-      const int ready = PollOne(poll_fd, deadline, stop);
-      if (ready < 0) {
-        error = ErrnoText(errno);
-        continue;
-      }
-      if (ready == 0) {
-        if (Stopping(stop)) {
-          error = kStopped;
-          break;  // the other addresses would be stopped too
-        }
-        error = "connect timed out";
-        continue;
-      }
-      int so_error = 0;
-      socklen_t length = sizeof(so_error);
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &length);
-      if (so_error != 0) {
-        error = ErrnoText(so_error);
-        continue;
-      }
-    }
-    const int one = 1;
-    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    ::freeaddrinfo(found);
-    return fd.release();
-  }
-  ::freeaddrinfo(found);
-  return Result<int>::Failure(error);
 }
 
 // Refusals that a later attempt may not meet: the server was busy, not wrong about us.

@@ -14,12 +14,13 @@
 #include <string_view>
 #include <vector>
 
+#include "sidecar/rendezvous/blocking_socket.h"
 #include "sidecar/rendezvous/protocol.h"
 
 namespace ringleader::rendezvous {
 
 // How often a blocked Connect or op looks at ClientOptions::stop.
-inline constexpr std::chrono::milliseconds kStopCheckInterval{100};
+inline constexpr std::chrono::milliseconds kStopCheckInterval = blocking::kStopCheckInterval;
 
 struct ClientOptions {
   std::string host;  // a name or an address

@@ -2,51 +2,36 @@
 // encoded by torch_store_protocol's EncodeRequest and replies read field by field.
 #include "sidecar/rendezvous/torch_store_client.h"
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <climits>
 #include <random>
-#include <system_error>
-#include <thread>
 #include <utility>
 
+#include "sidecar/rendezvous/blocking_socket.h"
 #include "sidecar/rendezvous/torch_store_protocol.h"
 
 namespace ringleader::rendezvous {
 namespace {
 
 namespace ts = torch_store;
-using Clock = std::chrono::steady_clock;
+using blocking::Clock;
+using blocking::Dial;
+using blocking::ErrnoText;
+using blocking::HostPort;
+using blocking::kStopped;
+using blocking::PollOne;
+using blocking::SleepUnlessStopped;
+using blocking::Stopping;
 
 // The errors a Connection's I/O fails with besides errno's text; Wait tells a timeout apart.
 constexpr std::string_view kTimedOut = "timed out";
-constexpr std::string_view kStopped = "stopped";
 // What PyTorch's TCPStore client puts before every key it sends (1.13 and 2.x alike), so a key
 // this client writes is the key a PyTorch client of the same name reads.
 constexpr std::string_view kTcpStoreKeyPrefix = "/";
-// How often a blocked call looks at the stop flag.
-constexpr std::chrono::milliseconds kStopCheckInterval{100};
-
-std::string ErrnoText(int error) {
-  std::string text = std::generic_category().message(error);
-  if (!text.empty()) {
-    text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-  }
-  return text;
-}
-
-std::string HostPort(const std::string& host, std::uint16_t port) {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
 
 // "30 s" for whole seconds, "250 ms" otherwise.
 std::string DurationText(std::chrono::milliseconds duration) {
@@ -56,8 +41,6 @@ std::string DurationText(std::chrono::milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
 }
 
-bool Stopping(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(); }
-
 // The deadline `timeout` from now; kWaitForever never passes.
 Clock::time_point DeadlineIn(std::chrono::milliseconds timeout) {
   if (timeout == kWaitForever) {
@@ -66,79 +49,8 @@ Clock::time_point DeadlineIn(std::chrono::milliseconds timeout) {
   return Clock::now() + timeout;
 }
 
-// poll() on one descriptor until it is ready (> 0), `deadline` passes or a stop is requested
-// (0), or it fails (-1, errno set); a stop is seen within kStopCheckInterval.
-int PollOne(pollfd& poll_fd, Clock::time_point deadline, const std::atomic<bool>* stop) {
-  while (true) {
-    const Clock::time_point now = Clock::now();
-    if (Stopping(stop) || now >= deadline) {
-      return 0;
-    }
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    int wait_ms = static_cast<int>(std::min<long long>(left, INT_MAX));
-    if (stop != nullptr) {
-      wait_ms = std::min<int>(wait_ms, static_cast<int>(kStopCheckInterval.count()));
-    }
-    const int ready = ::poll(&poll_fd, 1, wait_ms);
-    if (ready != 0 && !(ready < 0 && errno == EINTR)) {
-      return ready;
-    }
-  }
-}
-
 std::string WhyNotReady(const std::atomic<bool>* stop) {
   return std::string(Stopping(stop) ? kStopped : kTimedOut);
-}
-
-// A connected non-blocking TCP socket, or why not.
-Result<int> Dial(const std::string& host, std::uint16_t port, Clock::time_point deadline,
-                 const std::atomic<bool>* stop) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int gai = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); gai != 0) {
-    return Result<int>::Failure("cannot resolve " + host + ": " + ::gai_strerror(gai));
-  }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned(found, &::freeaddrinfo);
-  std::string error = "no address";
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            ai->ai_protocol);
-    if (fd < 0) {
-      error = ErrnoText(errno);
-      continue;
-    }
-    int so_error = 0;
-    if (::connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-      so_error = errno;
-      if (so_error == EINPROGRESS) {
-        pollfd poll_fd{fd, POLLOUT, 0};
-        const int ready = PollOne(poll_fd, deadline, stop);
-        socklen_t length = sizeof(so_error);
-        if (ready > 0) {
-          ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &length);
-        }
-        if (ready == 0) {
-          error = Stopping(stop) ? std::string(kStopped) : "connect timed out";
-          ::close(fd);
-          continue;
-        }
-        so_error = ready < 0 ? errno : so_error;
-      }
-    }
-    if (so_error != 0) {
-      error = ErrnoText(so_error);
-      ::close(fd);
-      continue;
-    }
-    const int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-  }
-  return Result<int>::Failure(error);
 }
 
 // One request in the 2.x dialect, which has every query the client sends.
@@ -283,12 +195,9 @@ Result<std::unique_ptr<TorchStoreClient>> TorchStoreClient::Connect(
       options.on_attempt_failed(last_error);
     }
     std::uniform_int_distribution<long long> jitter(0, backoff.count());
-    const Clock::time_point resume =
-        std::min(now + std::chrono::milliseconds(jitter(random)), options.deadline);
-    while (Clock::now() < resume && !Stopping(options.stop)) {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(resume - Clock::now(), kStopCheckInterval));
-    }
+    const auto pause = std::min<Clock::duration>(std::chrono::milliseconds(jitter(random)),
+                                                 options.deadline - now);
+    SleepUnlessStopped(pause, options.stop);  // a stop ends the next try at once
     backoff = std::min(backoff * 2, std::max(options.max_backoff, backoff));
   }
   const auto waited = std::chrono::round<std::chrono::seconds>(Clock::now() - start);
