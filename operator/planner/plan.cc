@@ -43,10 +43,13 @@ struct PodView {
   std::optional<api::Time> first_exit_time;
   // status.conditions as (type, status), for the failure policy's onPodConditions.
   std::vector<std::pair<std::string, std::string>> conditions;
-  // DisruptionTarget=True: preempted, evicted or drained; the reason and message are the condition's.
+  // DisruptionTarget=True (preempted, evicted or drained by Kubernetes) or TerminationTarget=True
+  // (stopped by Kueue); the condition's type, reason, message and lastTransitionTime.
   bool disrupted = false;
+  std::string disruption_condition;
   std::string disruption_reason;
   std::string disruption_message;
+  std::optional<api::Time> disruption_time;
 
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
@@ -160,6 +163,22 @@ bool IsTerminated(const json& container_status) {
   return state != nullptr && Member(*state, "terminated") != nullptr;
 }
 
+// When the last of the containers terminated; nullopt if one has not, or did not say when.
+std::optional<api::Time> LastFinish(const json& containers) {
+  std::optional<api::Time> last;
+  for (const json& container : containers) {
+    const json* state = Member(container, "state");
+    const json* terminated = state != nullptr ? Member(*state, "terminated") : nullptr;
+    const std::optional<api::Time> at =
+        terminated != nullptr ? api::ParseTime(StringMember(*terminated, "finishedAt")) : std::nullopt;
+    if (!at.has_value()) {
+      return std::nullopt;
+    }
+    last = last.has_value() ? std::max(*last, *at) : *at;
+  }
+  return last;
+}
+
 PodView ViewPod(const json& pod) {
   PodView view;
   static const json kEmptyObject = json::object();
@@ -190,10 +209,12 @@ PodView ViewPod(const json& pod) {
     if (type == "Ready" && value == "True") {
       view.ready = true;
     }
-    if (type == kDisruptionTarget && value == "True") {
+    if ((type == kDisruptionTarget || type == kTerminationTarget) && value == "True" && !view.disrupted) {
       view.disrupted = true;
+      view.disruption_condition = type;
       view.disruption_reason = StringMember(condition, "reason");
       view.disruption_message = Shortened(LastLine(StringMember(condition, "message")));
+      view.disruption_time = api::ParseTime(StringMember(condition, "lastTransitionTime"));
     }
   }
   for (const json& init : ArrayMember(status, "initContainerStatuses")) {
@@ -221,6 +242,14 @@ PodView ViewPod(const json& pod) {
                        (!containers.empty() && std::all_of(containers.begin(), containers.end(), ExitedZero));
   view.trainers_exited = view.Finished() ||
                          (!containers.empty() && std::all_of(containers.begin(), containers.end(), IsTerminated));
+  // Trainers that exit 0 on SIGTERM once their Pod is marked for termination were stopped, not
+  // done: only trainers that finished before the condition's time succeeded.
+  if (view.disrupted && view.trainers_done && view.disruption_time.has_value()) {
+    const std::optional<api::Time> finished = LastFinish(containers);
+    if (!finished.has_value() || *finished >= *view.disruption_time) {
+      view.trainers_done = false;
+    }
+  }
   if (view.phase == "Failed" && view.failure.empty()) {
     for (const json& container : containers) {
       if (std::string why = Terminated(container); !why.empty()) {
@@ -236,8 +265,8 @@ PodView ViewPod(const json& pod) {
   // A disrupted Pod fails or is deleted; either way the disruption is the cause, and what its
   // containers did when they were stopped is its consequence.
   // A Pod whose trainers were done when it was drained failed nothing.
-  if (view.disrupted && !view.trainers_done && (view.phase == "Failed" || view.deleting)) {
-    view.failure = "disrupted (DisruptionTarget";
+  if (view.disrupted && !view.trainers_done && (view.Finished() || view.deleting)) {
+    view.failure = "disrupted (" + view.disruption_condition;
     if (!view.disruption_reason.empty()) {
       view.failure += ", " + view.disruption_reason;
     }
@@ -372,7 +401,7 @@ Verdict Judge(const PodView& pod, const api::FailurePolicy& policy,
     return {.pod = &pod,
             .action = api::FailureAction::kIgnore,
             .rule = "",
-            .matched = "pod " + pod.name + " was disrupted (DisruptionTarget=True)",
+            .matched = "pod " + pod.name + " was disrupted (" + pod.disruption_condition + "=True)",
             .disruption = true};
   }
   return {.pod = &pod, .action = api::FailureAction::kRestartJob, .rule = "", .matched = "", .disruption = false};
@@ -612,8 +641,8 @@ class Planner {
     CountReplicas();
   }
 
-  // A suspended job gives its block back once none of its Pods can still be listening on it:
-  // Kueue preempts by suspending, and a block held per suspended job would drain the range.
+  // A suspended job gives its block back once none of its Pods can still be listening on it: a
+  // block held per suspended job (a queue system may suspend many) would drain the range.
   // Resuming assigns a block again; the Pods are recreated, so their env is new. The Service and
   // the NetworkPolicy carry the old block's ports, so they go too and are recreated with the new
   // ones.
@@ -875,7 +904,8 @@ class Planner {
               " collectives out (attempt " + std::to_string(next_.restarts) + ")");
   }
 
-  // The first Pod of this attempt seen with DisruptionTarget=True, kept in status: it may be
+  // The first Pod of this attempt seen with DisruptionTarget=True or Kueue's TerminationTarget=True,
+  // kept in status: it may be
   // deleted before its peers fail for want of it, and their failures are Ignored too.
   void RememberDisruption() {
     if (next_.disruption.has_value() && next_.disruption->attempt == next_.restarts) {
@@ -888,7 +918,7 @@ class Planner {
                                            .reason = pod->disruption_reason,
                                            .message = pod->disruption_message};
         std::string message = "pod " + pod->name + " (rank " + std::to_string(pod->rank) +
-                              ") has DisruptionTarget=True";
+                              ") has " + pod->disruption_condition + "=True";
         if (!pod->disruption_reason.empty()) {
           message += " (" + pod->disruption_reason + ")";
         }

@@ -126,5 +126,8 @@ inline constexpr std::string_view kCollectiveStalled = "CollectiveStalled";
 
 // The Pod condition Kubernetes sets on a Pod it preempts, evicts or drains.
 inline constexpr std::string_view kDisruptionTarget = "DisruptionTarget";
+// The one Kueue sets on each plain Pod of a Workload it preempts or evicts, before deleting it
+// (Kueue never sets DisruptionTarget); both are disruptions, not failures.
+inline constexpr std::string_view kTerminationTarget = "TerminationTarget";
 
 }  // namespace ringleader::planner

@@ -276,6 +276,23 @@ void FakeCluster::Disrupt(const std::string& pod, const std::string& reason, con
   pods_.at(pod)["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
 }
 
+void FakeCluster::StopByKueue(const std::string& pod, const std::string& reason, const std::string& message) {
+  SetPodCondition(pod, "TerminationTarget", "True", reason, message);
+  for (json& condition : pods_.at(pod)["status"]["conditions"]) {
+    if (condition["type"] == "TerminationTarget") {
+      condition["lastTransitionTime"] = api::FormatTime(now_);
+    }
+  }
+  pods_.at(pod)["metadata"]["deletionTimestamp"] = api::FormatTime(now_);
+}
+
+void FakeCluster::SucceedContainers(const std::string& pod, api::Time finished_at) {
+  SetPhase(pod, "Succeeded");
+  pods_.at(pod)["status"]["containerStatuses"] = json::array(
+      {{{"name", "trainer"},
+        {"state", {{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"finishedAt", api::FormatTime(finished_at)}}}}}}});
+}
+
 void FakeCluster::RemovePod(const std::string& pod) { pods_.erase(pod); }
 
 void FakeCluster::FailSidecar(const std::string& pod, int exit_code, const std::string& message) {

@@ -85,6 +85,12 @@ class FakeCluster {
   // What Kubernetes does to a Pod it preempts or evicts: DisruptionTarget=True, then a graceful
   // delete (deletionTimestamp set; the Pod stays until FinishDeletions or RemovePod).
   void Disrupt(const std::string& pod, const std::string& reason, const std::string& message);
+  // What Kueue does to each Pod of a Workload it preempts or evicts: TerminationTarget=True stamped
+  // now(), then a delete (Kueue never sets DisruptionTarget).
+  void StopByKueue(const std::string& pod, const std::string& reason, const std::string& message);
+  // Every app container exited 0 at `finished_at` (a trainer that exits 0 on SIGTERM, too): the Pod
+  // Succeeded.
+  void SucceedContainers(const std::string& pod, api::Time finished_at);
   // The Pod is gone from the API, as after its deletion completed.
   void RemovePod(const std::string& pod);
   // The sidecar exited non-zero with `message` at now() and the kubelet is restarting it.

@@ -262,6 +262,47 @@ TEST(FailurePolicyTest, ADisruptedPodWhoseTrainersSucceededIsNoFailure) {
   EXPECT_EQ(cluster.status()["state"], "Running");
 }
 
+// Kueue preempts a plain-Pod group by setting TerminationTarget=True on each Pod and deleting it;
+// it never sets DisruptionTarget. That is a disruption, not a failure, even for trainers that exit
+// 0 on SIGTERM: the gang restarts without counting, and status.disruption names Kueue's reason.
+TEST(FailurePolicyTest, KueuesPreemptionRestartsTheGangWithoutCountingOrSucceeding) {
+  json job = MinimalJob("demo", 2);
+  job["spec"]["runPolicy"] = {{"backoffLimit", 0}};
+  FakeCluster cluster(job);
+  cluster.set_graceful_deletion(true);
+  cluster.StartRunning(At(0));
+  cluster.Reconcile(At(5));
+  for (const std::string pod : {"demo-0", "demo-1"}) {
+    cluster.StopByKueue(pod, "WorkloadEvictedDueToPreempted",
+                        "Preempted to accommodate a higher priority Workload");
+    cluster.SucceedContainers(pod, At(6));
+  }
+  cluster.Reconcile(At(7));
+  EXPECT_EQ(cluster.status()["state"], "Restarting") << cluster.status().dump(2);
+  EXPECT_EQ(cluster.status()["restarts"], 1);
+  EXPECT_EQ(cluster.status()["countedRestarts"], 0);
+  EXPECT_EQ(cluster.status()["disruption"]["reason"], "WorkloadEvictedDueToPreempted");
+  EXPECT_EQ(cluster.status()["disruption"]["message"], "Preempted to accommodate a higher priority Workload");
+  EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodDisrupted");
+  EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("(TerminationTarget, WorkloadEvictedDueToPreempted)"));
+  EXPECT_THAT(cluster.EventMessages("PodDisrupted"), ::testing::Contains(HasSubstr("has TerminationTarget=True")));
+  EXPECT_EQ(FindCondition(cluster.job_json(), "Succeeded"), nullptr);
+}
+
+// Kueue also stops the Pods of a Workload that finished; trainers done before that succeeded.
+TEST(FailurePolicyTest, TrainersDoneBeforeKueuesTerminationTargetSucceeded) {
+  FakeCluster cluster(MinimalJob("demo", 2));
+  cluster.set_graceful_deletion(true);
+  cluster.StartRunning(At(0));
+  cluster.SucceedContainers("demo-0", At(3));
+  cluster.SucceedContainers("demo-1", At(4));
+  cluster.Reconcile(At(5));
+  cluster.StopByKueue("demo-0", "WorkloadFinished", "the workload finished");
+  cluster.ReconcileUntilStable(At(6));
+  EXPECT_EQ(cluster.status()["state"], "Succeeded") << cluster.status().dump(2);
+  EXPECT_EQ(cluster.status()["restarts"], 0);
+}
+
 // Once a rank is disrupted, the others fail for want of it; those failures are Ignored too, even
 // after the disrupted Pod is gone from the API.
 TEST(FailurePolicyTest, TheOtherRanksFailuresInADisruptedAttemptAreIgnored) {
