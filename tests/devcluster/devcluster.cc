@@ -1,5 +1,5 @@
-// DevCluster: starts the real control plane, the fault proxy in front of it and the node agents,
-// and waits until the Nodes can take Pods.
+// DevCluster: starts the real control plane, the fault proxy in front of it, the node agents and
+// Kueue when asked, and waits until the Nodes can take Pods.
 #include "tests/devcluster/devcluster.h"
 
 #include <thread>
@@ -8,6 +8,7 @@
 #include "tests/devcluster/control_plane.h"
 #include "tests/devcluster/fault_proxy.h"
 #include "tests/devcluster/kubeconfig.h"
+#include "tests/devcluster/kueue.h"
 #include "tests/devcluster/kubelet/cluster_dns.h"
 #include "tests/devcluster/kubelet/kubelet.h"
 #include "tests/devcluster/kubelet/node_heartbeat.h"
@@ -64,6 +65,16 @@ std::unique_ptr<DevCluster> DevCluster::Start(const Options& options) {
   if (options.run_pods) {
     cluster->StartNodeAgents();
     cluster->WaitForSchedulableNodes(deadline);
+  }
+  if (options.kueue) {
+    KueueOptions kueue;
+    kueue.dir = cluster->dir_ / "kueue";
+    kueue.api_server_url = cluster->control_plane_->url();
+    kueue.ca_pem = cluster->control_plane_->ca_pem();
+    kueue.kubeconfig_path = cluster->kubeconfig_path_;
+    kueue.token = cluster->control_plane_->admin_token();
+    kueue.wait_for_pods_ready = options.kueue_wait_for_pods_ready;
+    cluster->kueue_ = Kueue::Start(kueue);
   }
   return cluster;
 }
@@ -125,6 +136,9 @@ void DevCluster::Stop() {
     agent->Stop();
   }
   agents_.clear();
+  if (kueue_) {
+    kueue_->Stop();
+  }
   if (dns_) {
     dns_->Stop();
     dns_.reset();

@@ -1,7 +1,7 @@
 // devcluster: the real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler; control_plane.h) plus the one part that cannot run here for real, a node agent
 // per Node (the kubelet stand-in, kubelet/), cluster DNS for the Pods as a hosts file, and a fault
-// proxy in front of the API server for reliability tests. Real kubectl and the operator's client
+// proxy in front of the API server for reliability tests, and Kueue on request. Real kubectl and the operator's client
 // talk to it as to any cluster.
 #pragma once
 
@@ -38,10 +38,16 @@ struct Options {
   // start (kubelet::KubeletOptions::on_pod_network_for_test).
   std::function<void(const std::string&, const std::string&, const std::string&, const std::string&)>
       on_pod_network_for_test = {};
+  // Start Kueue (scripts/build-kueue) against the control plane once the Nodes are ready: its
+  // CRDs, its manager and its webhooks (kueue.h). It manages Pods in namespaces labelled
+  // kKueueManagedNamespaceLabel only.
+  bool kueue = false;
+  bool kueue_wait_for_pods_ready = true;  // KueueOptions::wait_for_pods_ready
 };
 
 class ControlPlane;
 class FaultProxy;
+class Kueue;
 namespace kubelet {
 class ClusterDns;
 class Kubelet;
@@ -73,8 +79,11 @@ class DevCluster {
   ControlPlane& control_plane() { return *control_plane_; }
   // The Pods' network when run_pods made one (root), for tests that break a route; else null.
   kubelet::PodNetwork* pod_network();
+  // Kueue when Options::kueue started it; else null.
+  Kueue* kueue() { return kueue_.get(); }
 
-  // Stops the node agents (their Pods' processes), the proxy and the control plane. Idempotent.
+  // Stops the node agents (their Pods' processes), Kueue, the proxy and the control plane.
+  // Idempotent.
   void Stop();
 
  private:
@@ -91,6 +100,7 @@ class DevCluster {
   std::unique_ptr<kubelet::PodNetwork> network_;
   std::unique_ptr<kubelet::ClusterDns> dns_;
   std::vector<std::unique_ptr<kubelet::Kubelet>> agents_;
+  std::unique_ptr<Kueue> kueue_;
 };
 
 }  // namespace ringleader::devcluster

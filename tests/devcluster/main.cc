@@ -10,11 +10,12 @@ namespace {
 
 int Usage() {
   std::cerr << "usage: devcluster --data-dir DIR [--run-pods --image IMAGE=PROGRAM ... [--network-prefix NAME]]\n"
-               "                  [--feature-gates NAME=BOOL,...]\n"
+               "                  [--feature-gates NAME=BOOL,...] [--kueue]\n"
                "  starts the real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler)\n"
                "  and writes DIR/kubeconfig; its components' logs and the audit log go under DIR/control-plane\n"
                "  --run-pods  node agents register Nodes and run the Pods scheduled there as local processes;\n"
-               "              --image maps a container image (or its repository) to a program\n";
+               "              --image maps a container image (or its repository) to a program\n"
+               "  --kueue     also runs Kueue (scripts/build-kueue), managing namespaces labelled kueue-managed=true\n";
   return 2;
 }
 
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--run-pods") {
       options.run_pods = true;
+      continue;
+    }
+    if (arg == "--kueue") {
+      options.kueue = true;
       continue;
     }
     if (i + 1 >= argc) {
