@@ -1,0 +1,161 @@
+// TrainingJobs queued by a real Kueue (v0.17, scripts/build-kueue) on devcluster's real control
+// plane: its webhook gates each attempt's Pods, its scheduler admits a gang whole against the
+// ClusterQueue's quota (examples/kueue), and the real operator, sidecars and trainers run them.
+// One devcluster with Kueue serves every TEST (about 15 s to start); each TEST removes its jobs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "operator/yaml/yaml_to_json.h"
+#include "tests/devcluster/kueue.h"
+#include "tests/e2e/end_to_end.h"
+#include "tests/e2e/job_status.h"
+#include "tests/support/wait_until.h"
+
+namespace ringleader::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+constexpr char kQueueLabel[] = "kueue.x-k8s.io/queue-name";
+constexpr char kGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
+constexpr char kAdmissionGate[] = "kueue.x-k8s.io/admission";
+
+// A job of the bed's example trainer queued in LocalQueue `queue` of namespace default, as one
+// Kueue group per attempt, with `gpus` GPUs per rank and the Pods' priority class, if any.
+std::string QueuedJob(const JobSpec& spec, const std::string& queue, const std::string& priority_class = "") {
+  json job = yaml::ParseYaml(JobYaml(spec));
+  job["metadata"]["labels"][kQueueLabel] = queue;
+  job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Kueue"}};
+  if (!priority_class.empty()) {
+    job["spec"]["template"]["spec"]["priorityClassName"] = priority_class;
+  }
+  return job.dump();  // JSON is YAML to kubectl
+}
+
+// The Kueue group (and so the Workload's name) of a rank's current Pod; "" without one.
+std::string GroupOf(EndToEnd& bed, const std::string& pod) {
+  const json object = bed.Get("pod", pod);
+  return object.is_object() ? object["metadata"].value("labels", json::object()).value(kGroupLabel, "") : "";
+}
+
+bool Gated(const json& pod) {
+  if (!pod.is_object()) {
+    return false;
+  }
+  for (const json& gate : pod["spec"].value("schedulingGates", json::array())) {
+    if (gate.value("name", "") == kAdmissionGate) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The Workload's condition `type` (QuotaReserved, Admitted, Finished, ...); null when absent.
+json WorkloadCondition(const json& workload, const std::string& type) {
+  if (!workload.is_object()) {
+    return nullptr;
+  }
+  for (const json& condition : workload.value("status", json::object()).value("conditions", json::array())) {
+    if (condition.value("type", "") == type) {
+      return condition;
+    }
+  }
+  return nullptr;
+}
+
+class KueueTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string why;
+    if (!EndToEnd::Supported(&why)) {
+      skip_ = "end-to-end runs need network namespaces: " + why;
+      return;
+    }
+    bed_ = std::make_unique<EndToEnd>([](devcluster::Options& options) { options.kueue = true; },
+                                      EndToEnd::Operator::kLater);
+    // A gated Pod waits on Kueue, not on a node: the job says so after 2 s instead of 60.
+    bed_->StartOperatorWith({"--unschedulable-after", "2"});
+    const std::string managed =
+        std::string(devcluster::kKueueManagedNamespaceLabel) + "=" + devcluster::kKueueManagedNamespaceValue;
+    setup_ = bed_->Kubectl({"label", "namespace", "default", managed});
+    if (setup_.exit_code == 0) {
+      // The documented example: a ClusterQueue of 8 GPUs (both Nodes' 4), and its priority classes.
+      setup_ = bed_->Kubectl({"apply", "-f", "examples/kueue/cluster-queue.yaml", "-f",
+                              "examples/kueue/priority-classes.yaml"});
+    }
+    if (setup_.exit_code == 0) {
+      setup_ = bed_->Apply("local-queue", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n"
+                                          "  name: team-a\n  namespace: default\nspec:\n  clusterQueue: training\n");
+    }
+  }
+  static void TearDownTestSuite() { bed_.reset(); }
+
+  void SetUp() override {
+    if (!skip_.empty()) {
+      GTEST_SKIP() << skip_;
+    }
+    ASSERT_TRUE(bed_) << "the bed did not start";
+    ASSERT_EQ(setup_.exit_code, 0) << setup_.output;
+  }
+
+  EndToEnd& bed() { return *bed_; }
+  json Workload(const std::string& name) { return bed_->Get("workloads.kueue.x-k8s.io", name); }
+
+  static inline std::unique_ptr<EndToEnd> bed_;
+  static inline std::string skip_;
+  static inline CommandOutput setup_;
+};
+
+TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
+  EndToEnd& bed = this->bed();
+  // 2 ranks of 3 GPUs each: one job's gang fits the queue's 8 GPUs, two do not.
+  ASSERT_EQ(bed.Apply("first", QueuedJob({.name = "first", .replicas = 2, .steps = 100, .step_delay_ms = 100,
+                                          .gpus_per_replica = 3},
+                                         "team-a"))
+                .exit_code,
+            0);
+  const json first_running = bed.WaitForJob("first", JobRunning, seconds(90));
+  ASSERT_EQ(JobState(first_running), "Running") << first_running.dump(2) << bed.Diagnostics();
+  ASSERT_EQ(bed.Apply("second", QueuedJob({.name = "second", .replicas = 2, .steps = 5, .gpus_per_replica = 3},
+                                          "team-a"))
+                .exit_code,
+            0);
+
+  // Kueue's webhook gated both of its Pods; its scheduler found no quota for the group.
+  const json waiting = bed.WaitForJob(
+      "second", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(30));
+  const json* scheduled = FindJobCondition(waiting, "Scheduled");
+  ASSERT_NE(scheduled, nullptr) << waiting.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(scheduled->value("reason", ""), "SchedulingGated") << scheduled->dump();
+  EXPECT_TRUE(Gated(bed.Get("pod", "second-0"))) << bed.Get("pod", "second-0").dump(2);
+  EXPECT_TRUE(Gated(bed.Get("pod", "second-1"))) << bed.Get("pod", "second-1").dump(2);
+  const std::string group = GroupOf(bed, "second-0");
+  ASSERT_FALSE(group.empty());
+  json reserved;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        reserved = WorkloadCondition(Workload(group), "QuotaReserved");
+        return reserved.is_object();
+      },
+      seconds(20)))
+      << Workload(group).dump(2);
+  EXPECT_EQ(reserved.value("status", ""), "False") << reserved.dump();
+  EXPECT_THAT(reserved.value("message", ""), ::testing::HasSubstr("insufficient unused quota for nvidia.com/gpu"))
+      << reserved.dump();
+  EXPECT_EQ(JobState(bed.Get("trainingjob", "first")), "Running") << "the second job waited only for the first";
+
+  const json first_done = bed.WaitForJob("first", JobFinished, seconds(90));
+  ASSERT_EQ(JobState(first_done), "Succeeded") << first_done.dump(2) << bed.Diagnostics();
+  const json second_done = bed.WaitForJob("second", JobFinished, seconds(90));
+  ASSERT_EQ(JobState(second_done), "Succeeded") << second_done.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(WorkloadCondition(Workload(group), "Finished").value("status", ""), "True") << Workload(group).dump(2);
+  ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "first", "second"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace ringleader::testing
