@@ -152,8 +152,8 @@ inline constexpr std::string_view kKueuePodGroupNameLabel = "kueue.x-k8s.io/pod-
 inline constexpr std::string_view kKueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr std::string_view kKueueRetriableInGroupAnnotation = "kueue.x-k8s.io/retriable-in-group";
 inline constexpr std::string_view kKueueRoleHashAnnotation = "kueue.x-k8s.io/role-hash";
-// A Kueue group is named <job>-attempt-<n>, a label value of at most 63 characters; names this
-// long leave room for a ten-digit attempt.
+// A Kueue group is named <job>-<uid8>-<n> (planner::KueueGroupName), a label value of at most 63
+// characters; names this long leave room for a nine-digit attempt.
 inline constexpr std::size_t kMaxKueueJobNameLength = 44;
 
 struct SchedulingPolicy {

@@ -384,12 +384,6 @@ bool IsDnsSubdomain(const std::string& text) {
   return !text.empty() && text.size() <= 253 && std::regex_match(text, kSubdomain);
 }
 
-// A label value: at most 63 characters, alphanumerics with '-', '_' or '.' inside.
-bool IsLabelValue(const std::string& text) {
-  static const std::regex kValue("^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$");
-  return text.size() <= 63 && std::regex_match(text, kValue);
-}
-
 // The template's own labels or annotations may not set what the provider's Pods get from ringleader.
 void CheckProviderKeys(const TrainingJob& job, const std::vector<std::string_view>& labels,
                        const std::vector<std::string_view>& annotations, Checker& check) {
@@ -457,6 +451,15 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
                   (policy.scheduler_name.has_value() ? ".schedulerName" : ".provider " + provider) +
                   " schedules the Pods with \"" + *effective + "\"; remove one or make them equal");
   }
+  // Kueue's webhook refuses a queue name that is no DNS-1123 subdomain, long after the job was
+  // accepted; refused here (and by crds/ringleader.dev_kueue-queue-name-policy.yaml at apply).
+  if (const auto queue = job.metadata.labels.find(std::string(kKueueQueueLabel));
+      queue != job.metadata.labels.end() && !queue->second.empty() &&
+      (queue->second.size() > 63 || !IsDnsSubdomain(queue->second))) {
+    check.Add("metadata.labels." + std::string(kKueueQueueLabel),
+              "must be a LocalQueue name, a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting "
+              "and ending with a letter or digit), as Kueue requires; got \"" + queue->second + "\"");
+  }
   switch (policy.provider) {
     case SchedulingProvider::kNone:
       break;
@@ -472,9 +475,6 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
         check.Add("metadata.labels." + std::string(kKueueQueueLabel),
                   "is required with spec.runPolicy.schedulingPolicy.provider Kueue: the name of the LocalQueue "
                   "the gang waits in");
-      } else if (!IsLabelValue(queue->second)) {
-        check.Add("metadata.labels." + std::string(kKueueQueueLabel),
-                  "must be a LocalQueue name usable as a label value, got \"" + queue->second + "\"");
       }
       // Kueue admits a group of plain Pods only once pod-group-total-count Pods exist, all of them.
       if (policy.min_available.has_value() && *policy.min_available != job.spec.replicas) {
@@ -485,7 +485,7 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
       }
       if (job.metadata.name.size() > kMaxKueueJobNameLength) {
         check.Add("metadata.name", "must be at most " + std::to_string(kMaxKueueJobNameLength) +
-                                       " characters with provider Kueue, so the Pod group name <name>-attempt-<n> "
+                                       " characters with provider Kueue, so the Pod group name <name>-<uid8>-<attempt> "
                                        "fits in a 63-character label; got " +
                                        std::to_string(job.metadata.name.size()));
       }

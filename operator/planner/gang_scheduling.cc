@@ -50,7 +50,8 @@ std::optional<json> BuildPodGroup(const api::TrainingJob& job) {
 }
 
 std::string KueueGroupName(const api::TrainingJob& job, std::int64_t attempt) {
-  return job.metadata.name + "-attempt-" + std::to_string(attempt);
+  const std::string uid = job.metadata.uid.substr(0, kKueueGroupUidCharacters);
+  return job.metadata.name + (uid.empty() ? "" : "-" + uid) + "-" + std::to_string(attempt);
 }
 
 void DecoratePod(const api::TrainingJob& job, std::int64_t attempt, json& pod) {
@@ -86,8 +87,8 @@ void DecoratePod(const api::TrainingJob& job, std::int64_t attempt, json& pod) {
       // Pods in this one, and finishes its Workload (releasing the quota and the Pods' finalizers)
       // once none of its Pods runs.
       notes[std::string(api::kKueueRetriableInGroupAnnotation)] = "false";
-      // Every rank has the same shape but its own rank label, which Kueue versions that hash labels
-      // would count as a role of its own (at most 8 per Workload): one role for the whole gang.
+      // Every rank's Pod has the same shape, so Kueue would find one role (pod set) anyway; naming
+      // it spares Kueue hashing each Pod's spec and keeps the pod set's name stable ("trainer").
       notes[std::string(api::kKueueRoleHashAnnotation)] = "trainer";
       break;
     }

@@ -40,8 +40,11 @@ std::optional<std::string_view> MissingProviderCrd(const api::TrainingJob& job,
 // for None and Kueue, which need no object of their own.
 std::optional<nlohmann::json> BuildPodGroup(const api::TrainingJob& job);
 
-// Kueue's group name for one attempt: <job>-attempt-<n>. Each gang restart is a new group, so
-// Kueue queues and admits it as a fresh Workload (see DecoratePod).
+// Kueue's group name for one attempt: <job>-<first 8 characters of the job's UID>-<n>. Each gang
+// restart is a new group, so Kueue queues and admits it as a fresh Workload (see DecoratePod); the
+// UID keeps a job made again under the same name out of the old job's Workload, which may outlive
+// it until garbage collection removes it.
+inline constexpr std::size_t kKueueGroupUidCharacters = 8;
 std::string KueueGroupName(const api::TrainingJob& job, std::int64_t attempt);
 
 // Adds to a built Pod (BuildPod) what the job's provider reads: the PodGroup label or

@@ -29,8 +29,11 @@ failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 echo "helm: $("$helm" version --short)"
-cmp "$top/crds/ringleader.dev_trainingjobs.yaml" "$chart/crds/ringleader.dev_trainingjobs.yaml" ||
-  fail "charts/ringleader/crds/ differs from crds/ (copy it over)"
+for file in "$top"/crds/*.yaml; do
+  cmp "$file" "$chart/crds/$(basename "$file")" ||
+    fail "charts/ringleader/crds/$(basename "$file") differs from crds/ (copy it over)"
+done
+[[ $(ls "$chart/crds") == $(ls "$top/crds") ]] || fail "charts/ringleader/crds/ holds other files than crds/"
 
 to_json() { "$helm" template yaml2json "$here/yaml2json" --set-file "input=$1" | grep '^{' >"$2"; }
 to_json "$chart/alerts/ringleader-rules.yaml" "$tmp/rules.json"
@@ -86,6 +89,9 @@ done
 with_crds=$("$helm" template rl "$chart" --namespace "$ns" --include-crds)
 grep -q '^kind: CustomResourceDefinition$' <<<"$with_crds" ||
   fail "helm template --include-crds has no CustomResourceDefinition"
+# ...and the queue-name ValidatingAdmissionPolicy with its binding (cluster-wide, like the CRD).
+grep -q '^kind: ValidatingAdmissionPolicyBinding$' <<<"$with_crds" ||
+  fail "helm template --include-crds has no ValidatingAdmissionPolicyBinding"
 
 # values.schema.json rejects bad values.
 for bad in monitoring.prometheusRule.trainingBusBandwidthFraction=0 monitoring.prometheusRule.trainingBusBandwidthFraction=2 \

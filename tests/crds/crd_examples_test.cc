@@ -34,6 +34,8 @@ using ::testing::Contains;
 using ::testing::IsEmpty;
 
 constexpr char kCrdPath[] = "crds/ringleader.dev_trainingjobs.yaml";
+// The ValidatingAdmissionPolicy and binding shipped beside the CRD (labels CEL in a CRD cannot see).
+constexpr char kQueueNamePolicyPath[] = "crds/ringleader.dev_kueue-queue-name-policy.yaml";
 constexpr char kExamplesDir[] = "examples";
 
 std::string Join(const api::FieldErrors& errors) {
@@ -125,6 +127,14 @@ class CrdTest : public ::testing::Test {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (!Established() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::ifstream stream(kQueueNamePolicyPath);
+    const std::string text((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+    for (const json& document : yaml::ParseYamlDocuments(text)) {
+      const std::string plural = document.value("kind", "") == "ValidatingAdmissionPolicy"
+                                     ? "validatingadmissionpolicies"
+                                     : "validatingadmissionpolicybindings";
+      client_->Create(kube::Resource{"admissionregistration.k8s.io", "v1", plural, false}, "", document);
     }
   }
   static void TearDownTestSuite() {
@@ -362,6 +372,34 @@ void CollectDefaults(const json& node, const json::json_pointer& pointer,
       CollectDefaults(*it, pointer / it.key(), out);
     }
   }
+}
+
+// A queue name Kueue would refuse is refused at kubectl apply, naming the label; the policy takes
+// effect a moment after its creation, so the first refusal is waited for.
+TEST_F(CrdTest, TheQueueNamePolicyRefusesAQueueNameThatIsNoDnsSubdomain) {
+  json job = MinimalJob();
+  job["metadata"]["name"] = "queued";
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "Team_A"}};
+  job["spec"]["runPolicy"] = {{"schedulingPolicy", {{"provider", "Kueue"}}}};
+  std::string refusal;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (refusal.empty() && std::chrono::steady_clock::now() < deadline) {
+    try {
+      client_->Create(kube::TrainingJobs(), "default", job);
+      client_->Delete(kube::TrainingJobs(), "default", "queued");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    } catch (const kube::ApiError& e) {
+      EXPECT_EQ(e.code(), 422) << e.what();
+      refusal = e.message();
+    }
+  }
+  EXPECT_THAT(refusal, ::testing::HasSubstr("metadata.labels.kueue.x-k8s.io/queue-name: Invalid value: \"Team_A\": "
+                                            "must be a LocalQueue name, a DNS-1123 subdomain"));
+  job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a.gpu";
+  EXPECT_NO_THROW(client_->Create(kube::TrainingJobs(), "default", job));
+  json unlabelled = MinimalJob();
+  unlabelled["metadata"]["name"] = "unqueued";
+  EXPECT_NO_THROW(client_->Create(kube::TrainingJobs(), "default", unlabelled));
 }
 
 TEST_F(CrdTest, EverySchemaDefaultIsTheCppDefault) {

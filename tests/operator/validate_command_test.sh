@@ -9,6 +9,8 @@ failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 
 for example in examples/*.yaml examples/*/*.yaml; do
+  # Examples of other objects (Kueue's queues, priority classes) hold no TrainingJob.
+  grep -q '^kind: TrainingJob$' "$example" || continue
   out=$("$operator" validate -f "$example" 2>&1)
   rc=$?
   [[ $rc -eq 0 ]] || fail "$example: exit $rc: $out"
@@ -31,6 +33,8 @@ data=tests/data/bad-trainingjobs
 check $data/unknown-field-spec.yaml 1 "TrainingJob default/demo: spec.bogusField: unknown field"
 check $data/unknown-field-nested.yaml 1 \
   "TrainingJob default/demo: spec.communication.preflight.minBandwidth: unknown field"
+check $data/scheduling-kueue-queue-name-not-dns.yaml 1 \
+  "TrainingJob default/demo: metadata.labels.kueue.x-k8s.io/queue-name: must be a LocalQueue name, a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit), as Kueue requires; got \"Team_A\""
 
 # Every unknown field of every job in the file, beside the other errors.
 tmp=$(mktemp)

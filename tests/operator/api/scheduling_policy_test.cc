@@ -143,6 +143,22 @@ TEST(SchedulingPolicyTest, KueueNeedsTheQueueLabelAWholeGroupAndAShortName) {
   EXPECT_THAT(Errors(long_name), ElementsAre(ErrorAt("metadata.name", "must be at most 44 characters with provider Kueue")));
 }
 
+// Kueue's webhook refuses a queue name that is no DNS-1123 subdomain, long after the job was
+// accepted (the job then ends as CreateRefused); the operator refuses it up front.
+TEST(SchedulingPolicyTest, TheKueueQueueLabelMustBeADnsSubdomain) {
+  for (const char* bad : {"Team_A", "team-a-", ".team", "TEAM"}) {
+    json job = KueueJob();
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = bad;
+    EXPECT_THAT(Errors(job), ElementsAre(ErrorAt("metadata.labels.kueue.x-k8s.io/queue-name",
+                                                 std::string("must be a LocalQueue name, a DNS-1123 subdomain")))) << bad;
+  }
+  for (const char* good : {"team-a", "team.a", "a", "0q"}) {
+    json job = KueueJob();
+    job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = good;
+    EXPECT_THAT(Errors(job), IsEmpty()) << good;
+  }
+}
+
 TEST(SchedulingPolicyTest, TemplateSchedulerNameMustMatchTheEffectiveOne) {
   json same = Job({{"provider", "Volcano"}});
   same["spec"]["template"]["spec"]["schedulerName"] = "volcano";

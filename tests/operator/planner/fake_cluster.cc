@@ -14,7 +14,9 @@ FakeCluster::FakeCluster(json job, ports::PortRange range)
     : job_(std::move(job)), ledger_(range), now_(At(0)) {
   config_.validation.port_range_first = range.first;
   config_.validation.port_range_last = range.last;
-  job_["metadata"]["uid"] = "job-uid-1";
+  if (!job_["metadata"].contains("uid")) {
+    job_["metadata"]["uid"] = "job-uid-1";
+  }
   job_["metadata"]["generation"] = 1;
   if (!job_["metadata"].contains("namespace")) {
     job_["metadata"]["namespace"] = "default";

@@ -17,6 +17,7 @@ namespace ringleader::planner::testing {
 
 class FakeCluster {
  public:
+  // The job's metadata.uid is "job-uid-1" unless it has one.
   explicit FakeCluster(nlohmann::json job, ports::PortRange range = {61000, 65535});
 
   // Plans once at `now` and applies the actions; returns the plan. `now` becomes the fake's clock.

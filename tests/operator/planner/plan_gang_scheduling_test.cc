@@ -29,6 +29,7 @@ json JobWith(const json& scheduling_policy, int replicas = 4) {
 json KueueJob(int replicas = 4) {
   json job = JobWith({{"provider", "Kueue"}}, replicas);
   job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  job["metadata"]["uid"] = "3f2a9c1b-0d4e-4b6a-9a51-6c0e2f7d8e90";
   return job;
 }
 
@@ -138,7 +139,7 @@ TEST(GangSchedulingTest, KueuePodsCarryTheGroupLabelsAndAnnotationsAndNoPodGroup
   for (const auto& [name, pod] : cluster.pods()) {
     const json& labels = pod["metadata"]["labels"];
     EXPECT_EQ(labels["kueue.x-k8s.io/queue-name"], "team-a") << name;
-    EXPECT_EQ(labels["kueue.x-k8s.io/pod-group-name"], "demo-attempt-0") << name;
+    EXPECT_EQ(labels["kueue.x-k8s.io/pod-group-name"], "demo-3f2a9c1b-0") << name;
     EXPECT_EQ(pod["metadata"]["annotations"], json({{"kueue.x-k8s.io/pod-group-total-count", "4"},
                                                     {"kueue.x-k8s.io/retriable-in-group", "false"},
                                                     {"kueue.x-k8s.io/role-hash", "trainer"}}))
@@ -161,10 +162,23 @@ TEST(GangSchedulingTest, KueueGangRestartIsANewGroupSoKueueAdmitsItAfresh) {
   for (const char* name : {"demo-0-attempt-1", "demo-1-attempt-1"}) {
     const json& pod = cluster.pods().at(name);
     EXPECT_EQ(pod["metadata"]["labels"]["ringleader.dev/attempt"], "1") << name;
-    EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-attempt-1") << name;
+    EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-3f2a9c1b-1") << name;
   }
   // The failed rank's Pod kept for kubectl logs stays in its own attempt's (finished) group.
-  EXPECT_EQ(cluster.pods().at("demo-1")["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-attempt-0");
+  EXPECT_EQ(cluster.pods().at("demo-1")["metadata"]["labels"]["kueue.x-k8s.io/pod-group-name"], "demo-3f2a9c1b-0");
+}
+
+// A job deleted and made again under the same name gets a new UID, so its Pods never join the old
+// job's Workload, which may outlive it until garbage collection removes it.
+TEST(GangSchedulingTest, AKueueGroupNameCarriesTheJobsUidAndFitsALabel) {
+  json again = KueueJob();
+  again["metadata"]["uid"] = "c0ffee00-1111-4222-8333-444455556666";
+  EXPECT_NE(KueueGroupName(FakeCluster(KueueJob()).Job(), 0), KueueGroupName(FakeCluster(again).Job(), 0));
+  json longest = KueueJob();
+  longest["metadata"]["name"] = std::string(api::kMaxKueueJobNameLength, 'j');
+  const std::string name = KueueGroupName(FakeCluster(longest).Job(), 999'999'999);
+  EXPECT_EQ(name, std::string(44, 'j') + "-3f2a9c1b-999999999");
+  EXPECT_EQ(name.size(), 63u);
 }
 
 TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
