@@ -64,8 +64,9 @@ function(ringleader_add_test_pch)
 endfunction()
 
 # Which test programs to build: all of them, only the unit tests (CI builds these with the
-# sanitizers) or only the integration tests (devcluster, its kubelet, the end-to-end runs and the
-# tests labelled integration; CI builds these optimised). Each test runs in one of CI's builds.
+# sanitizers) or only the integration tests (devcluster, its kubelet, the end-to-end runs, the
+# GPU tests and the tests labelled integration; CI builds these optimised). Each test runs in one
+# of CI's builds.
 set(RINGLEADER_TESTS "all" CACHE STRING "Test programs to build: all, unit or integration")
 set_property(CACHE RINGLEADER_TESTS PROPERTY STRINGS all unit integration)
 # One ctest entry per unit-test program instead of one per TEST: a sanitized program takes about
@@ -85,7 +86,9 @@ option(RINGLEADER_UNIT_TESTS_PER_PROGRAM "Register unit tests as one ctest entry
 function(ringleader_test source)
   cmake_parse_arguments(ARG "ONE_ENTRY" "COST" "DEPS;LABELS" ${ARGN})
   file(RELATIVE_PATH dir "${PROJECT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}")
-  if("integration" IN_LIST ARG_LABELS OR dir MATCHES "^tests/(devcluster|e2e)")
+  # GPU tests (label gpu) build with the integration tests: CI points only its optimised build at
+  # CUDA and NCCL (scripts/test), and they skip without a GPU.
+  if("integration" IN_LIST ARG_LABELS OR "gpu" IN_LIST ARG_LABELS OR dir MATCHES "^tests/(devcluster|e2e)")
     set(kind integration)
   else()
     set(kind unit)

@@ -12,10 +12,11 @@
 #include <thread>
 #include <utility>
 
-// The NCCL floor (docs/install.md): every preflight runs alltoall, and ncclAlltoAll first shipped
-// in NCCL 2.28. Refused here rather than built into a sidecar whose every GPU preflight fails.
+// The NCCL floor (docs/gpu.md): every preflight runs alltoall, and ncclAlltoAll first shipped in
+// NCCL 2.28. CMake refuses an older nccl.h with both versions named (cmake/RingleaderGpu.cmake);
+// this catches a build that reaches an older header some other way.
 #if !defined(NCCL_VERSION) || NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
-#error "NCCL 2.28 or later is needed (ncclAlltoAll): set NCCL_HOME to one, see docs/install.md"
+#error "NCCL 2.28 or later is needed (ncclAlltoAll): set NCCL_ROOT to one, see docs/gpu.md"
 #endif
 
 namespace ringleader::collectives {
@@ -101,9 +102,10 @@ void WaitStream(const NcclCommunicator::Device& device, std::string_view what) {
   }
 }
 
+// `what` names the step, starting "nccl ...".
 void CheckCuda(cudaError_t status, std::string_view what) {
   if (status != cudaSuccess) {
-    throw CommunicatorError("nccl " + std::string(what) + ": " + CudaText(status));
+    throw CommunicatorError(std::string(what) + ": " + CudaText(status));
   }
 }
 
@@ -116,14 +118,14 @@ class NcclBuffers final : public Buffers {
         device_(std::move(device)),
         send_elems_(send_elems),
         recv_elems_(recv_elems) {
-    CheckCuda(cudaSetDevice(device_->index), "allocate: cudaSetDevice");
+    CheckCuda(cudaSetDevice(device_->index), "nccl allocate: cudaSetDevice");
     CheckCuda(cudaMalloc(reinterpret_cast<void**>(&send_), send_elems * sizeof(float)),
-              "allocate send buffer");
+              "nccl allocate send buffer");
     const cudaError_t status =
         cudaMalloc(reinterpret_cast<void**>(&recv_), recv_elems * sizeof(float));
     if (status != cudaSuccess) {
       cudaFree(send_);
-      CheckCuda(status, "allocate receive buffer");
+      CheckCuda(status, "nccl allocate receive buffer");
     }
   }
   NcclBuffers(const NcclBuffers&) = delete;
@@ -149,22 +151,22 @@ class NcclBuffers final : public Buffers {
     CopyIn(recv_ + offset, data);
   }
   void DoReadRecv(std::size_t offset, std::span<float> out) override {
-    CheckCuda(cudaSetDevice(device_->index), "ReadRecv: cudaSetDevice");
+    CheckCuda(cudaSetDevice(device_->index), "nccl ReadRecv: cudaSetDevice");
     // A copy to pageable memory returns only once it is done, so wait (bounded) for the stream
     // to drain first; the copy itself then cannot hang behind a stuck collective.
     WaitStream(*device_, "ReadRecv");
     CheckCuda(cudaMemcpyAsync(out.data(), recv_ + offset, out.size_bytes(), cudaMemcpyDeviceToHost,
                               device_->stream),
-              "ReadRecv: cudaMemcpyAsync");
+              "nccl ReadRecv: cudaMemcpyAsync");
     WaitStream(*device_, "ReadRecv");
   }
 
  private:
   void CopyIn(float* target, std::span<const float> data) {
-    CheckCuda(cudaSetDevice(device_->index), "copy in: cudaSetDevice");
+    CheckCuda(cudaSetDevice(device_->index), "nccl copy in: cudaSetDevice");
     CheckCuda(cudaMemcpyAsync(target, data.data(), data.size_bytes(), cudaMemcpyHostToDevice,
                               device_->stream),
-              "copy in: cudaMemcpyAsync");
+              "nccl copy in: cudaMemcpyAsync");
     WaitStream(*device_, "copy in");
   }
 
@@ -238,7 +240,7 @@ NcclCommunicator::NcclCommunicator(gloo::rendezvous::Store& store, const NcclOpt
     throw CommunicatorError(where + ": the NCCL library loaded is " + NcclVersionText(loaded) +
                             ", older than the 2.28 this sidecar needs (ncclAlltoAll; built "
                             "against " + NcclVersionText(NCCL_VERSION_CODE) +
-                            "): use a runtime image with NCCL 2.28 or later (docs/install.md)");
+                            "): use a runtime image with NCCL 2.28 or later (docs/gpu.md)");
   }
   const auto deadline = Clock::now() + options.timeout;
   device_->index = options.device;
