@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""Static checks of docker/Dockerfile.* (no container engine here to build them).
+"""Checks of docker/Dockerfile.* that need no container engine (build_images_test.sh builds them).
 
 Usage: check_dockerfiles.py REPO_ROOT BUILD_DIR TARGET_FILE...
 Every COPY source exists in the repository and is not in .dockerignore, or comes from an
 earlier stage; every base image is pinned; the final stage runs as a non-root user; and every
-ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built and installed
-by the build stage from the path CMake puts it at. A file a binary needs beside it (BESIDE, also
-among TARGET_FILE) is built in the binary's directory and installed beside it in the image.
+ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built by the
+build-source stage, whose files docker/stage-image-files.sh stages under the ENTRYPOINT's path
+(run here on BUILD_DIR). A file a binary needs beside it (BESIDE, also among TARGET_FILE) is
+staged beside it. BINARIES picks the build stage: build-source compiles, build-prebuilt takes
+the staged out/ of its own build context.
 """
 import fnmatch
 import glob
 import json
 import os
 import re
+import subprocess
 import sys
+import tempfile
 
 errors = []
 
@@ -58,6 +62,20 @@ def ignored(rel, patterns):
     return False
 
 
+def check_staged(root, build_dir, kind, name, entry, binary):
+    """Stages image `kind` from BUILD_DIR as the build stage would: the ENTRYPOINT and every file
+    BESIDE it must be where the runtime stage's COPY of /out/ to / puts them."""
+    with tempfile.TemporaryDirectory() as out:
+        run = subprocess.run([os.path.join(root, "docker", "stage-image-files.sh"), kind, build_dir, out],
+                             capture_output=True, text=True)
+        if not check(run.returncode == 0, "%s: stage-image-files.sh %s failed: %s" % (name, kind, run.stderr.strip())):
+            return
+        check(os.access(out + entry, os.X_OK), "%s: %s is not staged as an executable" % (name, entry))
+        for companion in BESIDE.get(binary, []):
+            check(os.path.isfile(os.path.join(out + os.path.dirname(entry), companion)),
+                  "%s: %s is not staged beside %s" % (name, companion, entry))
+
+
 def main():
     root, build_dir, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
     binaries = {os.path.basename(t): os.path.relpath(t, build_dir) for t in targets}
@@ -73,7 +91,7 @@ def main():
     with open(os.path.join(root, ".dockerignore")) as f:
         patterns = [l.strip() for l in f if l.strip() and not l.startswith("#")]
     dockerfiles = sorted(glob.glob(os.path.join(root, "docker", "Dockerfile.*")))
-    want = {"Dockerfile.operator", "Dockerfile.sidecar", "Dockerfile.sidecar-cpu"}
+    want = {"Dockerfile.operator", "Dockerfile.sidecar", "Dockerfile.sidecar-cpu", "Dockerfile.example-trainer"}
     check(want <= {os.path.basename(d) for d in dockerfiles}, "missing Dockerfiles: %s" % (want - {os.path.basename(d) for d in dockerfiles}))
     for path in dockerfiles:
         name = os.path.relpath(path, root)
@@ -87,8 +105,8 @@ def main():
                 m = re.fullmatch(r"(\S+)(?:\s+AS\s+(\S+))?", rest, re.I)
                 image = m.group(1)
                 image = re.sub(r"\$\{(\w+)\}", lambda v: args.get(v.group(1), ""), image)
-                if image in stages:
-                    pass  # an earlier stage
+                if image in stages or image == "scratch":
+                    pass  # an earlier stage, or nothing
                 else:
                     tag = image.rsplit(":", 1)[1] if ":" in image.split("/")[-1] else ""
                     check(tag and tag != "latest" and re.search(r"\d", tag),
@@ -107,6 +125,10 @@ def main():
                 if source_stage is not None:
                     check(source_stage in stages[:-1],
                           "%s: COPY --from=%s names no earlier stage" % (where, source_stage))
+                    continue
+                if stages[-1] == "build-prebuilt":
+                    # Its build context is the directory stage-image-files.sh filled, not the repository.
+                    check(paths == ["out/", "/out/"], "%s: build-prebuilt must only COPY out/ /out/" % where)
                     continue
                 for src in sources:
                     rel = os.path.normpath(src).lstrip("/")
@@ -130,21 +152,19 @@ def main():
         if check(binary in binaries, "%s: ENTRYPOINT %r is none of the built binaries %s" % (name, entry, sorted(binaries))):
             check(entry == "/usr/local/bin/" + binary,
                   "%s: ENTRYPOINT must be /usr/local/bin/%s, where copy-runtime-libs.sh installs it" % (name, binary))
-        # The build stage builds that target and installs it from where CMake puts it.
+        # Both ways of making the build stage, chosen by BINARIES (source by default).
+        check(args.get("BINARIES") == "source", "%s: ARG BINARIES=source missing" % name)
+        for stage in ("build-source", "build-prebuilt", "build"):
+            check(stage in stages, "%s: no stage %s" % (name, stage))
+        # build-source builds that target and stages this image's files from its build tree.
+        kind = os.path.basename(path).split(".", 1)[1]
         build_text = open(path).read()
         check(re.search(r"--target\s+%s\b" % re.escape(binary), build_text),
               "%s: no `cmake --build ... --target %s`" % (name, binary))
-        check(binary in binaries and ("build/" + binaries[binary]) in build_text,
-              "%s: does not install build/%s" % (name, binaries.get(binary)))
-        for companion in BESIDE.get(binary, []):
-            if companion not in binaries:
-                continue
-            # Installed from where CMake builds it into the directory the ENTRYPOINT lies in
-            # (the build stage's /out/ is copied to / in the final one).
-            check(re.search(r"\binstall\b[^\n]*\sbuild/%s\s+/out%s/(%s)?(\s|$)" %
-                            (re.escape(binaries[companion]), re.escape(os.path.dirname(entry or "")),
-                             re.escape(companion)), build_text),
-                  "%s: does not install build/%s beside %s" % (name, binaries[companion], entry))
+        check(re.search(r"docker/stage-image-files\.sh %s build /out\b" % re.escape(kind), build_text),
+              "%s: build-source does not run docker/stage-image-files.sh %s build /out" % (name, kind))
+        if binary in binaries:
+            check_staged(root, build_dir, kind, name, entry, binary)
     for e in errors:
         print("docker: " + e, file=sys.stderr)
     print("docker: %d Dockerfiles, %d problems" % (len(dockerfiles), len(errors)))
