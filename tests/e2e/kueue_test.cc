@@ -157,5 +157,37 @@ TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
   ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "first", "second"}).exit_code, 0);
 }
 
+TEST_F(KueueTest, APreemptedGangIsADisruptionNotAFailureAndRunsAgainOnceQuotaIsFree) {
+  EndToEnd& bed = this->bed();
+  // Each gang takes the queue's 8 GPUs. backoffLimit 0: one counted restart would fail the job.
+  ASSERT_EQ(bed.Apply("low", QueuedJob({.name = "low", .replicas = 2, .steps = 100, .step_delay_ms = 100,
+                                        .backoff_limit = 0, .gpus_per_replica = 4},
+                                       "team-a", "training-low"))
+                .exit_code,
+            0);
+  const json low_running = bed.WaitForJob("low", JobRunning, seconds(90));
+  ASSERT_EQ(JobState(low_running), "Running") << low_running.dump(2) << bed.Diagnostics();
+  ASSERT_EQ(bed.Apply("high", QueuedJob({.name = "high", .replicas = 2, .steps = 10, .gpus_per_replica = 4},
+                                        "team-a", "training-high"))
+                .exit_code,
+            0);
+
+  // Kueue evicts the low job's Workload: TerminationTarget on each Pod, then deletes them.
+  const json preempted = bed.WaitForJob(
+      "low", [](const json& job) { return job.value("status", json::object()).contains("disruption"); }, seconds(60));
+  ASSERT_TRUE(preempted.is_object()) << bed.Diagnostics();
+  const json disruption = preempted["status"]["disruption"];
+  EXPECT_EQ(disruption.value("reason", ""), "WorkloadEvictedDueToPreempted") << disruption.dump();
+  EXPECT_EQ(disruption.value("attempt", -1), 0) << disruption.dump();
+
+  const json high_done = bed.WaitForJob("high", JobFinished, seconds(90));
+  ASSERT_EQ(JobState(high_done), "Succeeded") << high_done.dump(2) << bed.Diagnostics();
+  const json low_done = bed.WaitForJob("low", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(low_done), "Succeeded") << low_done.dump(2) << bed.Diagnostics();
+  EXPECT_GE(low_done["status"].value("restarts", 0), 1) << low_done["status"].dump(2);
+  EXPECT_EQ(low_done["status"].value("countedRestarts", 0), 0) << low_done["status"].dump(2);
+  ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "low", "high"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace ringleader::testing
