@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # What each image holds, in one place: installs under OUT the files of image KIND (the suffix of
 # its docker/Dockerfile.KIND) from a CMake build directory, as the runtime stage copies them to /.
-# Called by the Dockerfiles' build stages (BINARIES=source) and, for BINARIES=prebuilt, by whoever
-# built the binaries on Debian 12 (CI: tests/docker/build_images_test.sh), into the context's out/.
+# Called by the Dockerfiles' build stages and, for `--target prebuilt`, by whoever built the
+# binaries on Debian 12 (CI: tests/docker/build_images_test.sh), into that build context's out/.
 # Usage: stage-image-files.sh KIND BUILD_DIR OUT
 set -euo pipefail
 kind=${1:?usage: stage-image-files.sh KIND BUILD_DIR OUT}

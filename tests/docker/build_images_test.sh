@@ -3,8 +3,9 @@
 # it: each binary's --help inside its image (the example trainer trains 2 steps as a world of
 # one, it has no --help), ldd inside the image finds every library, the entrypoint runs as uid
 # 65532. No registry is reachable, so the bases are tests/docker/debian_base.sh's Debian 12, and
-# BINARIES=prebuilt packages the binaries this build already made (staged by
-# docker/stage-image-files.sh) instead of compiling them again in the image.
+# `--target prebuilt` packages the binaries this build already made (staged by
+# docker/stage-image-files.sh) instead of compiling them again: the same runtime stage as the
+# default build's, with the files copied from the context instead of the build stage.
 # Dockerfile.sidecar: its CUDA stages cannot be had here. What is built is its runtime stage on
 # the Debian base in place of CUDA_RUNTIME_IMAGE, holding this build's sidecar (no CUDA): the
 # stage's instructions, the flat library directory on LD_LIBRARY_PATH and the entrypoint; not
@@ -29,8 +30,7 @@ work=$(mktemp -d "$build/tests/docker/images.XXXXXX")
 tag="test-$$"
 images=()
 cleanup() {
-  # buildah 1.28 leaves a working container of the `FROM build-${BINARIES} AS build` stage (and
-  # --force-rm fails on it), so every container goes, then the images no name holds.
+  # Every container goes (a killed run's too), then the images no name holds.
   "${buildah[@]}" rm --all >/dev/null 2>&1 || true
   for i in "${images[@]}"; do "${buildah[@]}" rmi "$i" >/dev/null 2>&1 || true; done
   "${buildah[@]}" rmi --prune >/dev/null 2>&1 || true
@@ -75,7 +75,7 @@ check_image() {
   if [[ "$kind" == sidecar* ]]; then
     ldd_resolves "$container" "$(dirname "$entry")/libnccl-profiler-ringleader.so"
   fi
-  echo "build_images_test: $image_name: $(grep -m 1 -E '^(final|usage|ringleader)' <<<"$output")"
+  echo "build_images_test: $image_name: $(grep -m 1 -E '^final|^usage|^ringleader-operator' <<<"$output")"
 }
 
 for kind in operator sidecar-cpu sidecar example-trainer; do
@@ -83,7 +83,7 @@ for kind in operator sidecar-cpu sidecar example-trainer; do
   context="$work/$kind"
   "$top/docker/stage-image-files.sh" "$kind" "$build" "$context/out"
   "${buildah[@]}" bud --isolation chroot --pull=never --quiet --layers=false \
-    --build-arg BINARIES=prebuilt --build-arg DEBIAN_IMAGE="$base" --build-arg DEBIAN_SLIM_IMAGE="$base" \
+    --target prebuilt --build-arg DEBIAN_IMAGE="$base" --build-arg DEBIAN_SLIM_IMAGE="$base" \
     --build-arg CUDA_DEVEL_IMAGE="$base" --build-arg CUDA_RUNTIME_IMAGE="$base" \
     -f "$top/docker/Dockerfile.$kind" -t "localhost/ringleader-ci/$kind:$tag" "$context" >"$work/$kind.log" 2>&1 ||
     { cat "$work/$kind.log" >&2; fail "buildah bud docker/Dockerfile.$kind failed"; }

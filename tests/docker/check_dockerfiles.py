@@ -4,11 +4,11 @@
 Usage: check_dockerfiles.py REPO_ROOT BUILD_DIR TARGET_FILE...
 Every COPY source exists in the repository and is not in .dockerignore, or comes from an
 earlier stage; every base image is pinned; the final stage runs as a non-root user; and every
-ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built by the
-build-source stage, whose files docker/stage-image-files.sh stages under the ENTRYPOINT's path
-(run here on BUILD_DIR). A file a binary needs beside it (BESIDE, also among TARGET_FILE) is
-staged beside it. BINARIES picks the build stage: build-source compiles, build-prebuilt takes
-the staged out/ of its own build context.
+ENTRYPOINT/CMD names a binary the CMake build makes (one of TARGET_FILE), built by the build
+stage, whose files docker/stage-image-files.sh stages under the ENTRYPOINT's path (run here on
+BUILD_DIR). A file a binary needs beside it (BESIDE, also among TARGET_FILE) is staged beside it.
+Both ways to an image share one `runtime` stage: the last stage adds the build stage's /out/,
+`--target prebuilt` the out/ of its own build context (files staged from binaries built before).
 """
 import fnmatch
 import glob
@@ -96,6 +96,8 @@ def main():
     for path in dockerfiles:
         name = os.path.relpath(path, root)
         args, stages, user, entry, run_text = {}, [], None, None, ""
+        # What each stage leaves to a stage built FROM it.
+        inherited = {}
         for line, word, rest in instructions(path):
             where = "%s:%d" % (name, line)
             if word == "ARG":
@@ -113,8 +115,11 @@ def main():
                           "%s: base %r is not pinned to a versioned tag" % (where, image))
                     check(not image.startswith("debian") or re.match(r"debian:(12(\.\d+)?|bookworm)", image),
                           "%s: Debian base %r is not bookworm (12)" % (where, image))
+                if stages:
+                    inherited[stages[-1]] = (user, entry)
+                user, entry = inherited.get(image, (None, None))
                 stages.append(m.group(2) or "")
-                user, entry, run_text = None, None, ""
+                run_text = ""
             elif word == "COPY":
                 parts = rest.split()
                 flags = [p for p in parts if p.startswith("--")]
@@ -126,9 +131,9 @@ def main():
                     check(source_stage in stages[:-1],
                           "%s: COPY --from=%s names no earlier stage" % (where, source_stage))
                     continue
-                if stages[-1] == "build-prebuilt":
+                if stages[-1] == "prebuilt":
                     # Its build context is the directory stage-image-files.sh filled, not the repository.
-                    check(paths == ["out/", "/out/"], "%s: build-prebuilt must only COPY out/ /out/" % where)
+                    check(paths == ["out/", "/"], "%s: prebuilt must only COPY out/ /" % where)
                     continue
                 for src in sources:
                     rel = os.path.normpath(src).lstrip("/")
@@ -152,17 +157,21 @@ def main():
         if check(binary in binaries, "%s: ENTRYPOINT %r is none of the built binaries %s" % (name, entry, sorted(binaries))):
             check(entry == "/usr/local/bin/" + binary,
                   "%s: ENTRYPOINT must be /usr/local/bin/%s, where copy-runtime-libs.sh installs it" % (name, binary))
-        # Both ways of making the build stage, chosen by BINARIES (source by default).
-        check(args.get("BINARIES") == "source", "%s: ARG BINARIES=source missing" % name)
-        for stage in ("build-source", "build-prebuilt", "build"):
+        # Both ways to the image: the last stage from source, `prebuilt` from staged files, each
+        # the runtime stage and one COPY.
+        for stage in ("build", "runtime", "prebuilt"):
             check(stage in stages, "%s: no stage %s" % (name, stage))
-        # build-source builds that target and stages this image's files from its build tree.
+        check(re.search(r"^FROM runtime AS prebuilt\nCOPY out/ /\n", open(path).read(), re.M),
+              "%s: the prebuilt stage must be `FROM runtime AS prebuilt` and `COPY out/ /`" % name)
+        check(re.search(r"^FROM runtime\n(#.*\n)*COPY --from=build /out/ /\n*\Z", open(path).read(), re.M),
+              "%s: the last stage must be `FROM runtime` and `COPY --from=build /out/ /`" % name)
+        # The build stage builds that target and stages this image's files from its build tree.
         kind = os.path.basename(path).split(".", 1)[1]
         build_text = open(path).read()
         check(re.search(r"--target\s+%s\b" % re.escape(binary), build_text),
               "%s: no `cmake --build ... --target %s`" % (name, binary))
         check(re.search(r"docker/stage-image-files\.sh %s build /out\b" % re.escape(kind), build_text),
-              "%s: build-source does not run docker/stage-image-files.sh %s build /out" % (name, kind))
+              "%s: the build stage does not run docker/stage-image-files.sh %s build /out" % (name, kind))
         if binary in binaries:
             check_staged(root, build_dir, kind, name, entry, binary)
     for e in errors:
