@@ -325,8 +325,11 @@ SchedulingProvider ParseProvider(const Reader& policy) {
   if (name == "Kueue") {
     return SchedulingProvider::kKueue;
   }
+  if (name == "Kubernetes") {
+    return SchedulingProvider::kKubernetes;
+  }
   if (name != "None") {
-    policy.Fail("provider", "must be one of None, Coscheduling, Volcano, Kueue, got \"" + name + "\"");
+    policy.Fail("provider", "must be one of None, Coscheduling, Volcano, Kueue, Kubernetes, got \"" + name + "\"");
   }
   return SchedulingProvider::kNone;
 }
@@ -583,6 +586,7 @@ std::string_view SchedulingProviderName(SchedulingProvider provider) {
     case SchedulingProvider::kCoscheduling: return "Coscheduling";
     case SchedulingProvider::kVolcano: return "Volcano";
     case SchedulingProvider::kKueue: return "Kueue";
+    case SchedulingProvider::kKubernetes: return "Kubernetes";
   }
   return "None";
 }
@@ -595,7 +599,8 @@ std::optional<std::string> SchedulingPolicy::EffectiveSchedulerName() const {
     case SchedulingProvider::kCoscheduling: return std::string(kCoschedulingSchedulerName);
     case SchedulingProvider::kVolcano: return std::string(kVolcanoSchedulerName);
     case SchedulingProvider::kNone:
-    case SchedulingProvider::kKueue: return std::nullopt;
+    case SchedulingProvider::kKueue:
+    case SchedulingProvider::kKubernetes: return std::nullopt;
   }
   return std::nullopt;
 }

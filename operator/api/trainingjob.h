@@ -136,6 +136,7 @@ enum class SchedulingProvider {
   kCoscheduling,  // scheduler-plugins' coscheduling: a scheduling.x-k8s.io/v1alpha1 PodGroup
   kVolcano,       // Volcano: a scheduling.volcano.sh/v1beta1 PodGroup
   kKueue,         // Kueue's plain-Pod groups: the whole gang admitted together
+  kKubernetes,    // Kubernetes' own gang scheduling: a scheduling.k8s.io/v1beta1 PodGroup per attempt
 };
 
 // The scheduler names a provider's Pods get unless spec.runPolicy.schedulingPolicy.schedulerName

@@ -469,6 +469,14 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
     case SchedulingProvider::kVolcano:
       CheckProviderKeys(job, {}, {kVolcanoGroupNameAnnotation}, check);
       break;
+    case SchedulingProvider::kKubernetes:
+      // Each attempt's Pods join that attempt's PodGroup; a template's own group would be overridden.
+      if (pod.is_object() && pod.contains("schedulingGroup")) {
+        check.Add("spec.template.spec.schedulingGroup",
+                  "is set by ringleader on every Pod with spec.runPolicy.schedulingPolicy.provider Kubernetes "
+                  "(the attempt's PodGroup); remove it");
+      }
+      break;
     case SchedulingProvider::kKueue: {
       const auto queue = job.metadata.labels.find(std::string(kKueueQueueLabel));
       if (queue == job.metadata.labels.end() || queue->second.empty()) {

@@ -23,6 +23,7 @@ Resource CustomResourceDefinitions() {
 Resource TrainingJobs() { return {"ringleader.dev", "v1alpha1", "trainingjobs", true}; }
 Resource CoschedulingPodGroups() { return {"scheduling.x-k8s.io", "v1alpha1", "podgroups", true}; }
 Resource VolcanoPodGroups() { return {"scheduling.volcano.sh", "v1beta1", "podgroups", true}; }
+Resource KubernetesPodGroups() { return {"scheduling.k8s.io", "v1beta1", "podgroups", true}; }
 
 std::string ResourcePath(const Resource& resource, std::string_view ns, std::string_view name,
                          std::string_view subresource) {

@@ -32,6 +32,7 @@ Resource TrainingJobs();
 // The gang-scheduling providers' resources (operator/planner/gang_scheduling.h).
 Resource CoschedulingPodGroups();  // scheduling.x-k8s.io/v1alpha1 (scheduler-plugins)
 Resource VolcanoPodGroups();       // scheduling.volcano.sh/v1beta1
+Resource KubernetesPodGroups();    // scheduling.k8s.io/v1beta1 (Kubernetes' own, GenericWorkload)
 
 // The path for a collection (`name` empty) or one object, optionally a subresource:
 //   /api/v1/namespaces/ns/pods/name/status, /apis/g/v/plural (all namespaces when `ns` is

@@ -19,12 +19,22 @@ std::optional<std::string_view> MissingProviderCrd(const api::TrainingJob& job,
       return providers.volcano ? std::nullopt : std::optional(kVolcanoCrd);
     case api::SchedulingProvider::kKueue:
       return providers.kueue ? std::nullopt : std::optional(kKueueCrd);
+    case api::SchedulingProvider::kKubernetes:
+      return providers.kubernetes ? std::nullopt : std::optional(kKubernetesPodGroups);
   }
   return std::nullopt;
 }
 
-std::optional<json> BuildPodGroup(const api::TrainingJob& job) {
+std::optional<json> BuildPodGroup(const api::TrainingJob& job, std::int64_t attempt) {
   const api::SchedulingPolicy& policy = job.spec.run_policy.scheduling_policy;
+  if (policy.provider == api::SchedulingProvider::kKubernetes) {
+    // No Workload: a standalone PodGroup carries its own policy (workloadRef is optional).
+    const std::int64_t min_count = policy.EffectiveMinAvailable(job.spec.replicas);
+    return json{{"apiVersion", kKubernetesApiVersion},
+                {"kind", kPodGroupKind},
+                {"metadata", ChildMetadata(job, KubernetesPodGroupName(job, attempt))},
+                {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", min_count}}}}}}}};
+  }
   json spec = {{"minMember", policy.EffectiveMinAvailable(job.spec.replicas)}};
   std::string_view api_version;
   if (policy.provider == api::SchedulingProvider::kCoscheduling) {
@@ -49,8 +59,8 @@ std::optional<json> BuildPodGroup(const api::TrainingJob& job) {
               {"spec", std::move(spec)}};
 }
 
-std::string KueueGroupName(const api::TrainingJob& job, std::int64_t attempt) {
-  const std::string uid = job.metadata.uid.substr(0, kKueueGroupUidCharacters);
+std::string AttemptGroupName(const api::TrainingJob& job, std::int64_t attempt) {
+  const std::string uid = job.metadata.uid.substr(0, kGroupUidCharacters);
   return job.metadata.name + (uid.empty() ? "" : "-" + uid) + "-" + std::to_string(attempt);
 }
 
@@ -92,6 +102,9 @@ void DecoratePod(const api::TrainingJob& job, std::int64_t attempt, json& pod) {
       notes[std::string(api::kKueueRoleHashAnnotation)] = "trainer";
       break;
     }
+    case api::SchedulingProvider::kKubernetes:
+      pod["spec"]["schedulingGroup"] = {{"podGroupName", KubernetesPodGroupName(job, attempt)}};
+      break;
   }
   if (const std::optional<std::string> scheduler = policy.EffectiveSchedulerName()) {
     pod["spec"]["schedulerName"] = *scheduler;

@@ -788,7 +788,7 @@ class Planner {
     }
     // The group exists before its first member, so the scheduler never sees a Pod without it.
     if (!missing.empty()) {
-      if (std::optional<json> group = BuildPodGroup(job_)) {
+      if (std::optional<json> group = BuildPodGroup(job_, next_.restarts)) {
         plan_.actions.push_back(CreateObject{std::move(*group)});
       }
     }
@@ -829,9 +829,16 @@ class Planner {
       }
       return false;
     }
-    const std::string provider(api::SchedulingProviderName(job_.spec.run_policy.scheduling_policy.provider));
+    const api::SchedulingProvider which = job_.spec.run_policy.scheduling_policy.provider;
+    const std::string provider(api::SchedulingProviderName(which));
+    // Kubernetes' own gang scheduling is in every kube-apiserver, off by default.
+    const std::string remedy =
+        which == api::SchedulingProvider::kKubernetes
+            ? "turn on the feature gate GenericWorkload (kube-apiserver, kube-scheduler) and "
+              "--runtime-config=scheduling.k8s.io/v1beta1=true"
+            : "install " + provider;
     const std::string message = "spec.runPolicy.schedulingPolicy.provider is " + provider +
-                                ", but the cluster does not serve " + std::string(*crd) + "; install " + provider +
+                                ", but the cluster does not serve " + std::string(*crd) + "; " + remedy +
                                 " (docs/operations.md, Gang scheduling); no pods are created until it is there";
     SetCondition(next_, kScheduled, false, kSchedulerNotInstalled, message, now_, job_.metadata.generation);
     if (!announced) {

@@ -22,6 +22,9 @@ kube::Resource ChildResource(const std::string& kind, const std::string& api_ver
     if (api_version == planner::kVolcanoApiVersion) {
       return kube::VolcanoPodGroups();
     }
+    if (api_version == planner::kKubernetesApiVersion) {
+      return kube::KubernetesPodGroups();
+    }
     throw std::invalid_argument("the operator does not create PodGroups of " +
                                 (api_version.empty() ? std::string("an unnamed apiVersion") : api_version));
   }

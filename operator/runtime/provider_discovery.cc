@@ -41,6 +41,9 @@ bool ProviderDiscovery::Refresh() {
   if (const std::optional<bool> served = Serves(planner::kVolcanoApiVersion, "podgroups")) {
     next.volcano = *served;
   }
+  if (const std::optional<bool> served = Serves(planner::kKubernetesApiVersion, "podgroups")) {
+    next.kubernetes = *served;
+  }
   // Kueue serves v1beta2 from 0.15 and v1beta1 before (and beside it for a while).
   const std::optional<bool> v1beta2 = Serves("kueue.x-k8s.io/v1beta2", "workloads");
   const std::optional<bool> v1beta1 = Serves("kueue.x-k8s.io/v1beta1", "workloads");
@@ -55,7 +58,10 @@ bool ProviderDiscovery::Refresh() {
   }
   current_ = next;
   logger_.Info("gang-scheduling providers found by discovery",
-               {{"coscheduling", next.coscheduling}, {"volcano", next.volcano}, {"kueue", next.kueue}});
+               {{"coscheduling", next.coscheduling},
+                {"volcano", next.volcano},
+                {"kueue", next.kueue},
+                {"kubernetes", next.kubernetes}});
   return true;
 }
 

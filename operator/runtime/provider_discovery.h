@@ -1,5 +1,5 @@
 // Which gang-scheduling providers the API server serves (scheduler-plugins' coscheduling and
-// Volcano PodGroups, Kueue's Workloads), found through API discovery, which every authenticated
+// Volcano PodGroups, Kueue's Workloads, Kubernetes' own PodGroups), found through API discovery, which every authenticated
 // user may read. The controller asks at start and again every minute or so; the planner gets the
 // answer in Observed::providers.
 #pragma once

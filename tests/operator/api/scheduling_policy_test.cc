@@ -97,7 +97,7 @@ TEST(SchedulingPolicyTest, EffectiveSchedulerNameIsTheProvidersUnlessOverridden)
 TEST(SchedulingPolicyTest, UnknownProviderIsRefusedNamingTheChoices) {
   EXPECT_THAT(Errors(Job({{"provider", "YuniKorn"}})),
               ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.provider",
-                                  "must be one of None, Coscheduling, Volcano, Kueue, got \"YuniKorn\"")));
+                                  "must be one of None, Coscheduling, Volcano, Kueue, Kubernetes, got \"YuniKorn\"")));
 }
 
 TEST(SchedulingPolicyTest, MinAvailableIsBetweenOneAndReplicas) {
@@ -157,6 +157,16 @@ TEST(SchedulingPolicyTest, TheKueueQueueLabelMustBeADnsSubdomain) {
     job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = good;
     EXPECT_THAT(Errors(job), IsEmpty()) << good;
   }
+}
+
+TEST(SchedulingPolicyTest, KubernetesParsesAndOwnsThePodsSchedulingGroup) {
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"minAvailable", 2}})), IsEmpty());
+  json own = Job({{"provider", "Kubernetes"}});
+  own["spec"]["template"]["spec"]["schedulingGroup"] = {{"podGroupName", "mine"}};
+  EXPECT_THAT(Errors(own), ElementsAre(ErrorAt("spec.template.spec.schedulingGroup",
+                                               "provider Kubernetes (the attempt's PodGroup); remove it")));
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"queue", "q"}})),
+              ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.queue", "applies only to provider Volcano")));
 }
 
 TEST(SchedulingPolicyTest, TemplateSchedulerNameMustMatchTheEffectiveOne) {

@@ -33,7 +33,7 @@ json KueueJob(int replicas = 4) {
   return job;
 }
 
-SchedulingProviders All() { return {.coscheduling = true, .volcano = true, .kueue = true}; }
+SchedulingProviders All() { return {.coscheduling = true, .volcano = true, .kueue = true, .kubernetes = true}; }
 
 std::vector<std::string> CreatedKinds(const Plan& plan) {
   std::vector<std::string> kinds;
@@ -179,6 +179,71 @@ TEST(GangSchedulingTest, AKueueGroupNameCarriesTheJobsUidAndFitsALabel) {
   const std::string name = KueueGroupName(FakeCluster(longest).Job(), 999'999'999);
   EXPECT_EQ(name, std::string(44, 'j') + "-3f2a9c1b-999999999");
   EXPECT_EQ(name.size(), 63u);
+}
+
+// Kubernetes' own gang scheduling: a scheduling.k8s.io/v1beta1 PodGroup per attempt, made before
+// its Pods, each Pod naming it in spec.schedulingGroup; no Workload, no scheduler name.
+TEST(GangSchedulingTest, KubernetesPodGroupIsExactAndEveryPodJoinsIt) {
+  json job = JobWith({{"provider", "Kubernetes"}, {"minAvailable", 3}});
+  job["metadata"]["uid"] = "3f2a9c1b-0d4e-4b6a-9a51-6c0e2f7d8e90";
+  FakeCluster cluster(job);
+  cluster.providers() = All();
+  cluster.Reconcile(At(0));  // ports
+  const Plan plan = cluster.Reconcile(At(0));
+  const std::vector<std::string> kinds = CreatedKinds(plan);
+  ASSERT_EQ(kinds.size(), 8u);
+  EXPECT_EQ(kinds[3], "PodGroup");
+  ASSERT_EQ(cluster.pod_groups().size(), 1u);
+  json group = cluster.pod_groups().at("demo-3f2a9c1b-0");
+  group["metadata"].erase("uid");
+  json metadata = OwnedMetadata();
+  metadata["name"] = "demo-3f2a9c1b-0";
+  metadata["labels"]["ringleader.dev/job-uid"] = "3f2a9c1b-0d4e-4b6a-9a51-6c0e2f7d8e90";
+  metadata["ownerReferences"][0]["uid"] = "3f2a9c1b-0d4e-4b6a-9a51-6c0e2f7d8e90";
+  EXPECT_EQ(group, json({{"apiVersion", "scheduling.k8s.io/v1beta1"},
+                         {"kind", "PodGroup"},
+                         {"metadata", metadata},
+                         {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", 3}}}}}}}}));
+  ASSERT_EQ(cluster.pods().size(), 4u);
+  for (const auto& [name, pod] : cluster.pods()) {
+    EXPECT_EQ(pod["spec"]["schedulingGroup"], json({{"podGroupName", "demo-3f2a9c1b-0"}})) << name;
+    EXPECT_FALSE(pod["spec"].contains("schedulerName")) << name;
+    EXPECT_FALSE(pod["metadata"].contains("annotations")) << name;
+  }
+}
+
+// A finished attempt's group never holds the next one back: the restart gets a group of its own.
+TEST(GangSchedulingTest, KubernetesGangRestartGetsAFreshPodGroup) {
+  FakeCluster cluster(JobWith({{"provider", "Kubernetes"}}, 2));
+  cluster.providers() = All();
+  cluster.job_json()["spec"]["runPolicy"]["failurePolicy"]["restartBackoff"]["initialSeconds"] = 0;
+  cluster.ReconcileUntilStable(At(0));
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(1));
+  cluster.FailContainer("demo-1", 1, "Error");
+  cluster.ReconcileUntilStable(At(2));
+  EXPECT_EQ(cluster.pod_groups().size(), 2u);
+  EXPECT_EQ(cluster.pod_groups().at("demo-job-uid--1")["spec"]["schedulingPolicy"]["gang"]["minCount"], 2);
+  for (const char* name : {"demo-0-attempt-1", "demo-1-attempt-1"}) {
+    EXPECT_EQ(cluster.pods().at(name)["spec"]["schedulingGroup"]["podGroupName"], "demo-job-uid--1") << name;
+  }
+}
+
+TEST(GangSchedulingTest, KubernetesWithoutTheWorkloadApiIsSchedulerNotInstalledNamingTheGate) {
+  FakeCluster cluster(JobWith({{"provider", "Kubernetes"}}));
+  cluster.providers() = {.coscheduling = true, .volcano = true, .kueue = true, .kubernetes = false};
+  cluster.ReconcileUntilStable(At(0));
+  EXPECT_TRUE(cluster.pods().empty());
+  EXPECT_TRUE(cluster.pod_groups().empty());
+  EXPECT_EQ(cluster.ConditionReason("Scheduled"), "SchedulerNotInstalled");
+  EXPECT_THAT(cluster.ConditionMessage("Scheduled"),
+              HasSubstr("provider is Kubernetes, but the cluster does not serve podgroups.scheduling.k8s.io/v1beta1; "
+                        "turn on the feature gate GenericWorkload (kube-apiserver, kube-scheduler) and "
+                        "--runtime-config=scheduling.k8s.io/v1beta1=true"));
+  cluster.providers().kubernetes = true;
+  cluster.ReconcileUntilStable(At(60));
+  EXPECT_EQ(cluster.pods().size(), 4u);
+  EXPECT_EQ(cluster.pod_groups().size(), 1u);
 }
 
 TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
