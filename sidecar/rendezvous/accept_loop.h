@@ -6,6 +6,8 @@
 #include <chrono>
 #include <utility>
 
+#include <fcntl.h>
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
@@ -23,8 +25,18 @@ inline bool IsResourceExhaustion(const boost::system::error_code& ec) {
          ec.value() == ENFILE;
 }
 
+// Marks `fd` close-on-exec. Asio opens and accepts sockets inheritable, and a process started by
+// the listener's host (the example trainer's rank 0 hosts the native store) would otherwise hold
+// the port and every connection open after the server closed them.
+inline void KeepFromChildren(int fd) {
+  const int flags = ::fcntl(fd, F_GETFD);
+  if (flags >= 0) {
+    ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
 // Accepts on `acceptor` until it is closed (operation_aborted) or `stopping` is true, handing each
-// socket to on_accepted(socket). On resource exhaustion it waits kAcceptRetryDelay on `retry` (a
+// socket, close-on-exec, to on_accepted(socket). On resource exhaustion it waits kAcceptRetryDelay on `retry` (a
 // timer on the same event loop) rather than spin, since closing connections will free some; any
 // other failed accept is simply re-armed. To stop: on the loop's thread set `stopping`, close the
 // acceptor and cancel `retry`. All three must outlive the loop's pending handlers.
@@ -48,6 +60,7 @@ void AcceptUntilStopped(Acceptor& acceptor, boost::asio::steady_timer& retry, co
       return;
     }
     if (!ec) {
+      KeepFromChildren(socket.native_handle());
       on_accepted(std::move(socket));
     }
     AcceptUntilStopped(acceptor, retry, stopping, std::move(on_accepted));

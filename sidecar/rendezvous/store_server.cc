@@ -353,6 +353,7 @@ class StoreServer::Core {
     if (acceptor_.open(endpoint.protocol(), ec); ec) {
       fail("open a socket for", ec);
     }
+    KeepFromChildren(acceptor_.native_handle());
     if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec) {
       fail("set SO_REUSEADDR on", ec);
     }

@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -51,14 +49,6 @@ std::string EndpointText(const asio::ip::address& address, std::uint16_t port) {
     return "[" + v6.to_string() + "]:" + std::to_string(port);
   }
   return address.to_string() + ":" + std::to_string(port);
-}
-
-// A process the sidecar starts must not hold MASTER_PORT open (Asio opens sockets inheritable).
-void KeepFromChildren(int fd) {
-  const int flags = ::fcntl(fd, F_GETFD);
-  if (flags >= 0) {
-    ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
-  }
 }
 
 std::string BindText(const std::string& address, std::uint16_t port) {
@@ -271,7 +261,6 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
         decoder_(core.options_.max_frame_bytes, core.options_.max_first_frame_bytes) {}
 
   void Start() {
-    KeepFromChildren(socket_.native_handle());
     error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
     socket_.non_blocking(true, ec);

@@ -14,7 +14,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -732,6 +735,31 @@ TEST(StoreServerTest, StopClosesEveryConnectionAndIsIdempotent) {
   EXPECT_TRUE(raw.WaitClosed(seconds(2)));
   server->Stop();
   server.reset();
+}
+
+// Regression: Asio opens and accepts sockets inheritable, so a process the store's host started
+// (the example trainer's rank 0 hosts it) kept the port and the connections open after Stop.
+TEST(StoreServerTest, AProcessStartedByItsHostHoldsNeitherThePortNorAConnection) {
+  auto server = std::make_unique<StoreServer>(Options(1));
+  const std::uint16_t port = server->port();
+  RawConnection raw(port);
+  ASSERT_TRUE(raw.connected());
+  ASSERT_TRUE(Eventually([&] { return server->Stats().accepted == 1; }));
+  // Started while the listener and the accepted socket are open; it outlives the server.
+  pid_t child = 0;
+  char sleep_name[] = "sleep";
+  char seconds_arg[] = "30";
+  char* argv[] = {sleep_name, seconds_arg, nullptr};
+  ASSERT_EQ(::posix_spawnp(&child, "sleep", nullptr, nullptr, argv, environ), 0);
+  server.reset();
+  // Only the server held the connection, so its close reaches the client.
+  EXPECT_TRUE(raw.WaitClosed(seconds(2)));
+  // Nor does the child hold the listener: the port can be bound again.
+  ServerOptions options = Options(1);
+  options.port = port;
+  EXPECT_NO_THROW(StoreServer again(options));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
 }
 
 }  // namespace
