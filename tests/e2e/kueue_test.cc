@@ -84,6 +84,10 @@ class KueueTest : public ::testing::Test {
         std::string(devcluster::kKueueManagedNamespaceLabel) + "=" + devcluster::kKueueManagedNamespaceValue;
     setup_ = bed_->Kubectl({"label", "namespace", "default", managed});
     if (setup_.exit_code == 0) {
+      // What the chart installs beside the CRD: the queue-name policy.
+      setup_ = bed_->Kubectl({"apply", "-f", "crds/ringleader.dev_kueue-queue-name-policy.yaml"});
+    }
+    if (setup_.exit_code == 0) {
       // The documented example: a ClusterQueue of 8 GPUs (both Nodes' 4), and its priority classes.
       setup_ = bed_->Kubectl({"apply", "-f", "examples/kueue/cluster-queue.yaml", "-f",
                               "examples/kueue/priority-classes.yaml"});
@@ -187,6 +191,64 @@ TEST_F(KueueTest, APreemptedGangIsADisruptionNotAFailureAndRunsAgainOnceQuotaIsF
   EXPECT_GE(low_done["status"].value("restarts", 0), 1) << low_done["status"].dump(2);
   EXPECT_EQ(low_done["status"].value("countedRestarts", 0), 0) << low_done["status"].dump(2);
   ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "low", "high"}).exit_code, 0);
+}
+
+TEST_F(KueueTest, AQueueNameThatIsNoDnsSubdomainIsRefusedAtApplyNamingTheLabel) {
+  EndToEnd& bed = this->bed();
+  const std::string job = QueuedJob({.name = "badqueue", .replicas = 2}, "Team_A");
+  // The policy binds within a second of its apply in SetUpTestSuite; until then a create passes.
+  CommandOutput applied;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        applied = bed.Apply("badqueue", job);
+        if (applied.exit_code == 0) {
+          bed.Kubectl({"delete", "trainingjob", "badqueue", "--wait=false"});
+        }
+        return applied.exit_code != 0;
+      },
+      seconds(20)))
+      << applied.output;
+  EXPECT_THAT(applied.output, ::testing::HasSubstr("metadata.labels.kueue.x-k8s.io/queue-name"));
+  EXPECT_THAT(applied.output, ::testing::HasSubstr("Team_A"));
+  EXPECT_FALSE(bed.Get("trainingjob", "badqueue").is_object());
+}
+
+TEST_F(KueueTest, AJobMadeAgainUnderTheSameNameRightAfterItsDeletionRunsCleanly) {
+  EndToEnd& bed = this->bed();
+  const std::string job =
+      QueuedJob({.name = "again", .replicas = 2, .steps = 600, .step_delay_ms = 100, .gpus_per_replica = 1}, "team-a");
+  ASSERT_EQ(bed.Apply("again", job).exit_code, 0);
+  const json first = bed.WaitForJob("again", JobRunning, seconds(90));
+  ASSERT_EQ(JobState(first), "Running") << first.dump(2) << bed.Diagnostics();
+  const std::string old_group = GroupOf(bed, "again-0");
+  ASSERT_FALSE(old_group.empty());
+
+  // Its Pods and Workload are still going when the new job arrives: the garbage collector and
+  // Kueue remove them after the job itself.
+  ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "again"}).exit_code, 0);
+  ASSERT_EQ(bed.Apply("again", QueuedJob({.name = "again", .replicas = 2, .steps = 5, .gpus_per_replica = 1},
+                                         "team-a"))
+                .exit_code,
+            0);
+  EXPECT_TRUE(Workload(old_group).is_object()) << "the old job's Workload was gone before the new job came";
+  const json done = bed.WaitForJob("again", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(done), "Succeeded") << done.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(done["status"].value("restarts", 0), 0) << done["status"].dump(2);
+  EXPECT_NE(done["metadata"]["uid"], first["metadata"]["uid"]);
+  const CommandOutput listed = bed.Kubectl({"get", "workloads.kueue.x-k8s.io", "-o", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.output;
+  const json workloads = json::parse(listed.output);
+  int admitted_for_new_job = 0;
+  for (const json& workload : workloads["items"]) {
+    const std::string name = workload["metadata"]["name"];
+    if (name != old_group && name.rfind("again-", 0) == 0 &&
+        WorkloadCondition(workload, "Finished").value("status", "") == "True") {
+      ++admitted_for_new_job;
+    }
+  }
+  EXPECT_EQ(admitted_for_new_job, 1) << "the new job ran as one Workload of its own, not the old one's\n"
+                                     << workloads.dump(2);
+  ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "again"}).exit_code, 0);
 }
 
 }  // namespace
