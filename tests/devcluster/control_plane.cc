@@ -107,10 +107,12 @@ std::unique_ptr<ControlPlane> ControlPlane::Start(const ControlPlaneOptions& opt
   WritePrivateFile(dir / "controller-manager.kubeconfig",
             KubeconfigYaml(plane->url(), certs.ca_cert_pem, controller_manager_token));
   WritePrivateFile(dir / "scheduler.kubeconfig", KubeconfigYaml(plane->url(), certs.ca_cert_pem, scheduler_token));
-  std::vector<std::string> gates;
-  if (!options.feature_gates.empty()) {
-    gates.push_back("--feature-gates=" + Join(options.feature_gates, ","));
-  }
+  // Kubernetes' own gang scheduling (the Workload API's PodGroups and kube-scheduler's
+  // GangScheduling plugin) and its topology-aware placement, off by default in 1.37; the options'
+  // gates come after, so a test may turn them off again.
+  std::vector<std::string> all_gates = {"GenericWorkload=true", "TopologyAwareWorkloadScheduling=true"};
+  all_gates.insert(all_gates.end(), options.feature_gates.begin(), options.feature_gates.end());
+  const std::vector<std::string> gates = {"--feature-gates=" + Join(all_gates, ",")};
 
   plane->StartComponent("etcd", {"--name=devcluster", "--data-dir=" + (dir / "etcd").string(),
                                  "--listen-client-urls=" + etcd_client, "--advertise-client-urls=" + etcd_client,
@@ -146,6 +148,8 @@ std::unique_ptr<ControlPlane> ControlPlane::Start(const ControlPlaneOptions& opt
       "--audit-log-path=" + (dir / "audit.log").string(),
       "--audit-log-maxbackup=1",
       "--profiling=false",
+      // PodGroups and Workloads: a beta API group version, served only when asked for.
+      "--runtime-config=scheduling.k8s.io/v1beta1=true",
   };
   apiserver.insert(apiserver.end(), gates.begin(), gates.end());
   apiserver.insert(apiserver.end(), options.extra_apiserver_args.begin(), options.extra_apiserver_args.end());

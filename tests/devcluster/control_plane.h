@@ -25,7 +25,9 @@ struct ControlPlaneOptions {
   // Each gets a token as user system:node:<name> in group system:nodes (the Node authorizer and
   // NodeRestriction then hold its agent to its own Node and Pods, as they hold a kubelet).
   std::vector<std::string> node_names;
-  // --feature-gates for every component ("GenericWorkload=true", ...).
+  // --feature-gates for every component, after GenericWorkload=true and
+  // TopologyAwareWorkloadScheduling=true, which every control plane runs with (kube-apiserver
+  // serves scheduling.k8s.io/v1beta1 too) for Kubernetes' own gang scheduling.
   std::vector<std::string> feature_gates;
   // More kube-apiserver flags ("--runtime-config=...").
   std::vector<std::string> extra_apiserver_args;

@@ -1,6 +1,6 @@
-// Suspend gives a job's port block back (Kueue preempts by suspending, so held blocks would
-// drain the range), and resume takes a block again, through the real kubectl, operator,
-// sidecars and trainers on devcluster.
+// Suspend gives a job's port block back (a block held by every suspended job, say by a queue
+// controller that suspends many, would drain the range), and resume takes a block again, through
+// the real kubectl, operator, sidecars and trainers on devcluster.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
