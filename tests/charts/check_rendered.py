@@ -38,6 +38,8 @@ GANG_RULES = {
     "coscheduling": [("scheduling.x-k8s.io", "podgroups", v) for v in ("get", "create", "update")],
     "volcano": [("scheduling.volcano.sh", "podgroups", v) for v in ("get", "create", "update")],
     "kueue": [],
+    # One PodGroup per attempt, made with its Pods and never changed: read only when it exists.
+    "kubernetes": [("scheduling.k8s.io", "podgroups", v) for v in ("get", "create")],
 }
 errors = []
 

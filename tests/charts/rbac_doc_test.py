@@ -21,7 +21,8 @@ NAMESPACE = "ringleader-system"
 CASES = {
     "defaults": "",
     "every-gang-provider-in-namespaces": "gangScheduling.coscheduling.enabled=true,gangScheduling.volcano.enabled=true,"
-                                         "gangScheduling.kueue.enabled=true,operator.watchNamespaces={team-a,team-b}",
+                                         "gangScheduling.kueue.enabled=true,gangScheduling.kubernetes.enabled=true,"
+                                         "operator.watchNamespaces={team-a,team-b}",
     "no-leader-election": "leaderElection.enabled=false,replicaCount=1",
     "no-network-policies": "networkPolicy.enabled=false",
 }

@@ -96,4 +96,10 @@ that had no such value keeps that release's values without this chart's defaults
   resources: [podgroups]
   verbs: [get, create, update]
 {{- end }}
+{{- /* One PodGroup per attempt, never changed: no update. */}}
+{{- if dig "kubernetes" "enabled" false $gang }}
+- apiGroups: [scheduling.k8s.io]
+  resources: [podgroups]
+  verbs: [get, create]
+{{- end }}
 {{- end }}
