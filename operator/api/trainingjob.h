@@ -153,6 +153,10 @@ inline constexpr std::string_view kKueuePodGroupNameLabel = "kueue.x-k8s.io/pod-
 inline constexpr std::string_view kKueuePodGroupTotalCountAnnotation = "kueue.x-k8s.io/pod-group-total-count";
 inline constexpr std::string_view kKueueRetriableInGroupAnnotation = "kueue.x-k8s.io/retriable-in-group";
 inline constexpr std::string_view kKueueRoleHashAnnotation = "kueue.x-k8s.io/role-hash";
+// What Kueue's Pod webhook puts on every Pod it takes: this label ("true") and this scheduling gate
+// (removed once the group is admitted). A Pod with neither was never seen by Kueue.
+inline constexpr std::string_view kKueueManagedLabel = "kueue.x-k8s.io/managed";
+inline constexpr std::string_view kKueueAdmissionGate = "kueue.x-k8s.io/admission";
 // A Kueue group is named <job>-<uid8>-<n> (planner::KueueGroupName), a label value of at most 63
 // characters; names this long leave room for a nine-digit attempt.
 inline constexpr std::size_t kMaxKueueJobNameLength = 44;

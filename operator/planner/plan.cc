@@ -50,6 +50,8 @@ struct PodView {
   std::string disruption_reason;
   std::string disruption_message;
   std::optional<api::Time> disruption_time;
+  // Kueue's webhook took it: label kueue.x-k8s.io/managed=true or its admission scheduling gate.
+  bool kueue_managed = false;
 
   bool Finished() const { return phase == "Succeeded" || phase == "Failed"; }
 };
@@ -189,6 +191,14 @@ PodView ViewPod(const json& pod) {
   if (const json* labels = Member(meta, "labels")) {
     view.rank = ParseIndex(*labels, kRankLabel);
     view.attempt = ParseIndex(*labels, kAttemptLabel);
+  }
+  if (const json* labels = Member(meta, "labels")) {
+    view.kueue_managed = StringMember(*labels, api::kKueueManagedLabel) == "true";
+  }
+  if (const json* spec = Member(pod, "spec")) {
+    for (const json& gate : ArrayMember(*spec, "schedulingGates")) {
+      view.kueue_managed = view.kueue_managed || StringMember(gate, "name") == api::kKueueAdmissionGate;
+    }
   }
   const json* deletion = Member(meta, "deletionTimestamp");
   view.deleting = deletion != nullptr && !deletion->is_null();
@@ -764,6 +774,7 @@ class Planner {
     CreateMissingPods(by_name);
     CountReplicas();
     UpdateScheduled();
+    UpdateKueueManaged();
     UpdateProgress();
   }
 
@@ -846,6 +857,37 @@ class Planner {
     }
     Requeue(config_.missing_provider_retry);
     return true;
+  }
+
+  // Kueue's webhook labels and gates each Pod it takes; a current Pod with neither means Kueue
+  // never saw it (its namespace is not selected, or the pod integration is off), so the gang is
+  // neither queued nor placed whole. Said once per change, on the first such Pod.
+  void UpdateKueueManaged() {
+    if (job_.spec.run_policy.scheduling_policy.provider != api::SchedulingProvider::kKueue) {
+      return;
+    }
+    const std::vector<const PodView*> current = Current();
+    if (current.empty()) {
+      return;
+    }
+    const auto unmanaged =
+        std::find_if(current.begin(), current.end(), [](const PodView* pod) { return !pod->kueue_managed; });
+    if (unmanaged == current.end()) {
+      SetCondition(next_, kKueueManaged, true, "ManagedByKueue",
+                   "Kueue's webhook took every pod of attempt " + std::to_string(next_.restarts), now_,
+                   job_.metadata.generation);
+      return;
+    }
+    const std::string message =
+        "pod " + (*unmanaged)->name + " has neither the label " + std::string(api::kKueueManagedLabel) +
+        " nor the scheduling gate " + std::string(api::kKueueAdmissionGate) +
+        ": Kueue is not managing this job's pods, so the gang is neither queued nor placed whole. Likely: "
+        "namespace \"" + job_.metadata.namespace_ +
+        "\" is not selected by Kueue's managedJobsNamespaceSelector, or Kueue's pod integration "
+        "(integrations.frameworks: pod) is off";
+    if (SetCondition(next_, kKueueManaged, false, kNotManagedByKueue, message, now_, job_.metadata.generation)) {
+      Event("Warning", kNotManagedByKueue, message);
+    }
   }
 
   // Scheduled from the current Pods' PodScheduled conditions: True once all are placed, False in

@@ -123,6 +123,13 @@ inline constexpr std::string_view kSchedulerNotInstalled = "SchedulerNotInstalle
 // entered it (StallEnded), the gang restarted (Restarting) or the job finished (JobFinished).
 inline constexpr std::string_view kStalled = "Stalled";
 inline constexpr std::string_view kCollectiveStalled = "CollectiveStalled";
+// Provider Kueue only, once the current attempt's Pods are seen: True when Kueue's webhook took
+// every one (label kueue.x-k8s.io/managed or gate kueue.x-k8s.io/admission); False, reason
+// kNotManagedByKueue with a Warning Event of the same words, when one has neither, so the gang is
+// neither queued nor placed whole: the namespace is not selected by Kueue's
+// managedJobsNamespaceSelector, or Kueue's pod integration is off.
+inline constexpr std::string_view kKueueManaged = "KueueManaged";
+inline constexpr std::string_view kNotManagedByKueue = "NotManagedByKueue";
 
 // The Pod condition Kubernetes sets on a Pod it preempts, evicts or drains.
 inline constexpr std::string_view kDisruptionTarget = "DisruptionTarget";

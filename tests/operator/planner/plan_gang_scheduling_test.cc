@@ -50,6 +50,11 @@ int CountEvents(const FakeCluster& cluster, const std::string& reason) {
                                         [&](const RecordEvent& e) { return e.reason == reason; }));
 }
 
+bool JobConditionTrue(const FakeCluster& cluster, const std::string& type) {
+  const json* condition = FindCondition(const_cast<FakeCluster&>(cluster).job_json(), type);
+  return condition != nullptr && (*condition)["status"] == "True";
+}
+
 // The PodGroup's ownership, as every child of the job has it.
 json OwnedMetadata() {
   return {{"name", "demo"},
@@ -244,6 +249,41 @@ TEST(GangSchedulingTest, KubernetesWithoutTheWorkloadApiIsSchedulerNotInstalledN
   cluster.ReconcileUntilStable(At(60));
   EXPECT_EQ(cluster.pods().size(), 4u);
   EXPECT_EQ(cluster.pod_groups().size(), 1u);
+}
+
+// Kueue's webhook labels and gates each Pod it takes. Pods it never saw (the namespace is not
+// selected, or the pod integration is off) are a gang that is neither queued nor placed whole:
+// said in one reconcile, once, with the likely causes.
+TEST(GangSchedulingTest, PodsKueueNeverTookAreAWarningAndAConditionNamingTheLikelyCause) {
+  FakeCluster cluster(KueueJob(2));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  ASSERT_EQ(cluster.pods().size(), 2u);
+  EXPECT_EQ(cluster.ConditionReason("KueueManaged"), "NotManagedByKueue");
+  const std::string message = cluster.ConditionMessage("KueueManaged");
+  EXPECT_THAT(message, HasSubstr("pod demo-0 has neither the label kueue.x-k8s.io/managed nor the scheduling gate "
+                                 "kueue.x-k8s.io/admission"));
+  EXPECT_THAT(message, HasSubstr("namespace \"default\" is not selected by Kueue's managedJobsNamespaceSelector, "
+                                 "or Kueue's pod integration (integrations.frameworks: pod) is off"));
+  EXPECT_EQ(CountEvents(cluster, "NotManagedByKueue"), 1);
+  cluster.ReconcileUntilStable(At(5));
+  EXPECT_EQ(CountEvents(cluster, "NotManagedByKueue"), 1);
+}
+
+TEST(GangSchedulingTest, PodsKueueTookMakeKueueManagedTrue) {
+  FakeCluster cluster(KueueJob(2));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  // What Kueue's webhook does at creation: the label on one Pod, the gate still on the other.
+  cluster.pod("demo-0")["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true";
+  cluster.pod("demo-1")["spec"]["schedulingGates"] = json::array({{{"name", "kueue.x-k8s.io/admission"}}});
+  cluster.ReconcileUntilStable(At(1));
+  EXPECT_TRUE(JobConditionTrue(cluster, "KueueManaged")) << cluster.status().dump(2);
+  // No other provider gets the condition.
+  FakeCluster plain(JobWith({{"provider", "Volcano"}}));
+  plain.providers() = All();
+  plain.ReconcileUntilStable(At(0));
+  EXPECT_EQ(FindCondition(plain.job_json(), "KueueManaged"), nullptr);
 }
 
 TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
