@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "operator/api/trainingjob.h"
 #include "operator/yaml/yaml_to_json.h"
 #include "tests/devcluster/kueue.h"
 #include "tests/e2e/end_to_end.h"
@@ -191,6 +192,51 @@ TEST_F(KueueTest, APreemptedGangIsADisruptionNotAFailureAndRunsAgainOnceQuotaIsF
   EXPECT_GE(low_done["status"].value("restarts", 0), 1) << low_done["status"].dump(2);
   EXPECT_EQ(low_done["status"].value("countedRestarts", 0), 0) << low_done["status"].dump(2);
   ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "low", "high"}).exit_code, 0);
+}
+
+TEST_F(KueueTest, AJobInANamespaceKueueDoesNotManageIsWarnedAboutInTheReconcileThatSeesItsPods) {
+  EndToEnd& bed = this->bed();
+  // A namespace without the label kueue-managed: Kueue's webhook leaves its Pods alone.
+  ASSERT_EQ(bed.Kubectl({"create", "namespace", "unqueued"}).exit_code, 0);
+  json spec = json::parse(QueuedJob({.name = "unqueued", .replicas = 2, .steps = 5}, "team-a"));
+  spec["metadata"]["namespace"] = "unqueued";
+  ASSERT_EQ(bed.Apply("unqueued", spec.dump()).exit_code, 0);
+  json job;
+  const json* managed = nullptr;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        const CommandOutput got = bed.Kubectl({"-n", "unqueued", "get", "trainingjob", "unqueued", "-o", "json"});
+        job = json::parse(got.output, nullptr, false);
+        managed = FindJobCondition(job, "KueueManaged");
+        return managed != nullptr;
+      },
+      seconds(30)))
+      << job.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(managed->value("status", ""), "False") << managed->dump();
+  EXPECT_EQ(managed->value("reason", ""), "NotManagedByKueue") << managed->dump();
+  EXPECT_THAT(managed->value("message", ""),
+              ::testing::HasSubstr("namespace \"unqueued\" is not selected by Kueue's managedJobsNamespaceSelector"));
+  // Said in the reconcile that first saw the Pods, the one after the reconcile that made them.
+  const json* created = FindJobCondition(job, "Created");
+  ASSERT_NE(created, nullptr) << job.dump(2);
+  EXPECT_LE(api::ParseTime(managed->value("lastTransitionTime", "")).value() -
+                api::ParseTime(created->value("lastTransitionTime", "")).value(),
+            seconds(1))
+      << job["status"].dump(2);
+  EXPECT_FALSE(Gated(json::parse(bed.Kubectl({"-n", "unqueued", "get", "pod", "unqueued-0", "-o", "json"}).output,
+                                 nullptr, false)));
+
+  const CommandOutput events = bed.Kubectl({"-n", "unqueued", "get", "events", "-o", "json"});
+  int warnings = 0;
+  for (const json& event : json::parse(events.output, nullptr, false).value("items", json::array())) {
+    if (event.value("reason", "") == "NotManagedByKueue" && event.value("type", "") == "Warning" &&
+        event["involvedObject"].value("name", "") == "unqueued") {
+      warnings += event.value("count", 1);
+      EXPECT_EQ(event.value("message", ""), managed->value("message", ""));
+    }
+  }
+  EXPECT_EQ(warnings, 1) << events.output;
+  ASSERT_EQ(bed.Kubectl({"delete", "namespace", "unqueued", "--wait=false"}).exit_code, 0);
 }
 
 TEST_F(KueueTest, AQueueNameThatIsNoDnsSubdomainIsRefusedAtApplyNamingTheLabel) {
