@@ -2,14 +2,14 @@
 # The Debian 12 base CI builds docker/'s images on, in place of debian:12.9 and debian:12.9-slim,
 # which no registry here can serve: debootstrap's minbase from the Debian archive this machine's
 # apt uses (scripts/setup's debian_archive_uri), made once and kept as a tarball, imported into
-# the buildah storage when missing. Prints the image's name. Cold: about 50 s; warm: nothing.
-# Usage: debian_base.sh STORAGE_DIR   (buildah's --root is STORAGE_DIR/storage, --runroot STORAGE_DIR/run)
+# the project's buildah storage (buildah_storage.sh) when missing. Prints the image's name.
+# Cold: about 75 s; warm: nothing.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${1:?usage: debian_base.sh STORAGE_DIR}
+source "$top/tests/docker/buildah_storage.sh"
+dir=$buildah_dir
 image=localhost/ringleader-ci/debian:12-minbase
 tarball="$dir/debian-12-minbase.tar.gz"
-buildah=(buildah --root "$dir/storage" --runroot "$dir/run" --storage-driver vfs)
 mkdir -p "$dir"
 
 # One maker at a time: two test runs may share the storage.
