@@ -23,6 +23,7 @@
 #include <openssl/crypto.h>
 
 #include "sidecar/rendezvous/accept_loop.h"
+#include "sidecar/rendezvous/reply_buffer.h"
 #include "sidecar/rendezvous/auth.h"
 
 namespace ringleader::rendezvous {
@@ -37,8 +38,6 @@ constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kReadsPerEvent = 4;
 // How long a refused connection may take to receive its Refused frame before it is cut off.
 constexpr std::chrono::milliseconds kCloseLinger{1000};
-// A connection's idle write buffer above this is released rather than kept for reuse.
-constexpr std::size_t kKeepBufferBytes = 64 * 1024;
 
 std::string Truncated(std::string text) {
   if (text.size() > kMaxTextBytes) {
@@ -555,12 +554,12 @@ class StoreServer::Core::Connection final : public Waiter,
     queued_ = std::deque<Frame>();
     queued_bytes_ = 0;
     decoder_ = FrameDecoder(0);
-    out_ += EncodeMessage(Refused{Truncated(std::move(text))});
+    replies_.pending() += EncodeMessage(Refused{Truncated(std::move(text))});
     if (core_.closing_ > core_.options_.max_unauthenticated_connections) {
       // Past the linger budget (a flood): the Refused goes out only if the socket takes it now.
-      if (!write_in_flight_) {
+      if (!replies_.write_in_flight()) {
         error_code ignored;
-        socket_.write_some(asio::buffer(out_), ignored);
+        socket_.write_some(asio::buffer(replies_.pending()), ignored);
       }
       Close();
       return;
@@ -593,7 +592,7 @@ class StoreServer::Core::Connection final : public Waiter,
     SetPending(false);
     ++timer_generation_;
     timer_.cancel();
-    out_ += reply_frame;
+    replies_.pending() += reply_frame;
     // Sent by Pump, later rather than now (the Store is mid-operation for another connection),
     // in one write with the replies to requests queued behind this one (a join's Gets).
     if (!pump_posted_) {
@@ -627,11 +626,7 @@ class StoreServer::Core::Connection final : public Waiter,
 
   // Heap bytes this connection holds (ServerStats::buffered_bytes).
   std::size_t HeldBytes() const {
-    static const std::size_t kInline = std::string().capacity();
-    const auto heap = [](const std::string& s) {
-      return s.capacity() > kInline ? s.capacity() : std::size_t{0};
-    };
-    return decoder_.BufferedBytes() + queued_bytes_ + heap(out_) + heap(writing_);
+    return decoder_.BufferedBytes() + queued_bytes_ + replies_.HeapBytes();
   }
 
   // Brings the Core's total of buffered bytes up to date with this connection's.
@@ -650,7 +645,7 @@ class StoreServer::Core::Connection final : public Waiter,
     }
   }
 
-  std::size_t OutputBytes() const { return out_.size() + writing_.size(); }
+  std::size_t OutputBytes() const { return replies_.size(); }
   bool OverBudget() const {
     return queued_bytes_ > core_.options_.max_buffered_bytes ||
            OutputBytes() > core_.options_.max_buffered_bytes;
@@ -680,7 +675,7 @@ class StoreServer::Core::Connection final : public Waiter,
   // A client that has closed its side gets the replies it is owed, then the close.
   void CloseAfterFlush() {
     SetState(State::kClosing);
-    if (!write_in_flight_ && out_.empty()) {
+    if (replies_.drained()) {
       Close();
       return;
     }
@@ -818,7 +813,7 @@ class StoreServer::Core::Connection final : public Waiter,
       nonce_ = *nonce;
       SetState(State::kAwaitProof);
       decoder_.ExpectOnly(MessageType::kProof, kProofBytes);
-      out_ += EncodeMessage(Challenge{nonce_});
+      replies_.pending() += EncodeMessage(Challenge{nonce_});
       return;
     }
     if (frame.type != MessageType::kProof) {
@@ -838,7 +833,7 @@ class StoreServer::Core::Connection final : public Waiter,
     ++timer_generation_;
     timer_.cancel();
     core_.OnAuthenticated(rank_);
-    out_ += EncodeMessage(Welcome{});
+    replies_.pending() += EncodeMessage(Welcome{});
   }
 
   void HandleRequest(Frame frame) {
@@ -857,21 +852,21 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     Result<Message> decoded = DecodeMessage(frame);
     if (!decoded) {
-      out_ += ErrorReply(decoded.error());  // framing is intact, so the connection can go on
+      replies_.pending() += ErrorReply(decoded.error());  // framing is intact, so the connection can go on
       return;
     }
     Store& store = core_.store_;
     Message message = std::move(decoded).value();
     if (const std::optional<std::string> reply = ServerKeyReply(message)) {
-      out_ += *reply;
+      replies_.pending() += *reply;
     } else if (auto* set = std::get_if<rendezvous::Set>(&message)) {
-      out_ += store.Apply(std::move(*set));
+      replies_.pending() += store.Apply(std::move(*set));
     } else if (const auto* get = std::get_if<rendezvous::Get>(&message)) {
-      out_ += store.Apply(*get);
+      replies_.pending() += store.Apply(*get);
     } else if (auto* add = std::get_if<rendezvous::Add>(&message)) {
-      out_ += store.Apply(std::move(*add));
+      replies_.pending() += store.Apply(std::move(*add));
     } else if (auto* compare_set = std::get_if<rendezvous::CompareSet>(&message)) {
-      out_ += store.Apply(std::move(*compare_set));
+      replies_.pending() += store.Apply(std::move(*compare_set));
     } else if (const auto* wait = std::get_if<rendezvous::Wait>(&message)) {
       StartPending(store.StartWait(this, *wait), wait->timeout_ms);
     } else if (const auto* barrier = std::get_if<rendezvous::Barrier>(&message)) {
@@ -900,7 +895,7 @@ class StoreServer::Core::Connection final : public Waiter,
 
   void StartPending(std::optional<std::string> reply_now, std::uint32_t timeout_ms) {
     if (reply_now) {
-      out_ += *reply_now;
+      replies_.pending() += *reply_now;
       return;
     }
     SetPending(true);
@@ -925,7 +920,7 @@ class StoreServer::Core::Connection final : public Waiter,
       case TimerPurpose::kRequest:
         if (pending_) {
           SetPending(false);
-          out_ += core_.store_.Expire(this);
+          replies_.pending() += core_.store_.Expire(this);
           Pump();
         }
         return;
@@ -936,25 +931,19 @@ class StoreServer::Core::Connection final : public Waiter,
   }
 
   void Flush() {
-    if (write_in_flight_ || out_.empty() || state_ == State::kClosed) {
+    if (state_ == State::kClosed) {
       return;
     }
-    writing_.swap(out_);
-    out_.clear();
-    write_in_flight_ = true;
-    asio::async_write(socket_, asio::buffer(writing_),
-                      [self = shared_from_this()](const error_code& ec, std::size_t) {
-                        self->OnWritten(ec);
-                      });
+    if (const std::string* bytes = replies_.TakeForWrite()) {
+      asio::async_write(socket_, asio::buffer(*bytes),
+                        [self = shared_from_this()](const error_code& ec, std::size_t) {
+                          self->OnWritten(ec);
+                        });
+    }
   }
 
   void OnWritten(const error_code& ec) {
-    write_in_flight_ = false;
-    if (writing_.capacity() > kKeepBufferBytes) {
-      std::string().swap(writing_);
-    } else {
-      writing_.clear();
-    }
+    replies_.Written();
     if (state_ == State::kClosed) {
       return;
     }
@@ -962,7 +951,7 @@ class StoreServer::Core::Connection final : public Waiter,
       Close();
       return;
     }
-    if (!out_.empty()) {
+    if (!replies_.pending().empty()) {
       Flush();
       Account();
       return;
@@ -987,9 +976,7 @@ class StoreServer::Core::Connection final : public Waiter,
   FrameDecoder decoder_;
   std::deque<Frame> queued_;
   std::size_t queued_bytes_ = 0;
-  std::string out_;      // replies not yet handed to a write
-  std::string writing_;  // the write in flight
-  bool write_in_flight_ = false;
+  ReplyBuffer replies_;
   bool read_armed_ = false;
   bool draining_ = false;
   // The socket may hold bytes no readiness edge will announce again: the next ArmRead reads at

@@ -21,6 +21,7 @@
 #include <boost/asio/write.hpp>
 
 #include "sidecar/rendezvous/accept_loop.h"
+#include "sidecar/rendezvous/reply_buffer.h"
 #include "sidecar/rendezvous/torch_store_state.h"
 
 namespace ringleader::rendezvous {
@@ -34,8 +35,6 @@ using boost::system::error_code;
 // Bytes read per readiness event, and reads per event, before other connections get a turn.
 constexpr std::size_t kTorchReadChunk = 64 * 1024;
 constexpr int kTorchReadsPerEvent = 4;
-// An idle write buffer above this is released rather than kept for reuse.
-constexpr std::size_t kTorchKeepBufferBytes = 64 * 1024;
 // Log lines about closed connections, at most this many a second (a flood must not flood stderr).
 constexpr int kLogLinesPerSecond = 20;
 
@@ -292,13 +291,13 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
     error_code ignored;
     socket_.close(ignored);
     decoder_ = ts::RequestDecoder(0, 0);
-    std::string().swap(out_);
+    replies_.DropPending();
     Account();
     core_.OnClosed(this);
   }
 
   void OnWaitDone() override {
-    ts::AppendByte(out_, ts::kStopWaiting);
+    ts::AppendByte(replies_.pending(), ts::kStopWaiting);
     // Sent by Pump, after the store has finished the write that completed this wait (it may be
     // another connection's), in one write with whatever else completed meanwhile.
     if (!pump_posted_) {
@@ -311,17 +310,11 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
   }
 
  private:
-  std::size_t OutputBytes() const { return out_.size() + writing_.size(); }
+  std::size_t OutputBytes() const { return replies_.size(); }
   bool OverBudget() const { return OutputBytes() > core_.options_.max_buffered_bytes; }
 
   // Heap bytes this connection holds (TorchStoreStats::buffered_bytes).
-  std::size_t HeldBytes() const {
-    static const std::size_t kInline = std::string().capacity();
-    const auto heap = [](const std::string& s) {
-      return s.capacity() > kInline ? s.capacity() : std::size_t{0};
-    };
-    return decoder_.BufferedBytes() + heap(out_) + heap(writing_);
-  }
+  std::size_t HeldBytes() const { return decoder_.BufferedBytes() + replies_.HeapBytes(); }
 
   void Account() {
     const std::size_t held = closed_ ? 0 : HeldBytes();
@@ -343,7 +336,7 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
     UpdateIdle();
     if (peer_closed_) {
       // Nobody will read what a pending wait would answer; otherwise the owed replies go first.
-      if (core_.state_.PendingFor(*this) > 0 || (!write_in_flight_ && out_.empty())) {
+      if (core_.state_.PendingFor(*this) > 0 || replies_.drained()) {
         Close();
         return;
       }
@@ -381,7 +374,7 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
   void Handle(ts::Request request) {
     const ts::Query query = request.query;
     std::optional<ts::TorchStoreState::Refusal> refused =
-        core_.state_.Apply(std::move(request), *this, out_);
+        core_.state_.Apply(std::move(request), *this, replies_.pending());
     core_.CountRequest(query);
     if (refused) {
       CloseForCause(torch_close::kBadRequest,
@@ -462,25 +455,19 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
   }
 
   void Flush() {
-    if (write_in_flight_ || out_.empty() || closed_) {
+    if (closed_) {
       return;
     }
-    writing_.swap(out_);
-    out_.clear();
-    write_in_flight_ = true;
-    asio::async_write(socket_, asio::buffer(writing_),
-                      [self = shared_from_this()](const error_code& ec, std::size_t) {
-                        self->OnWritten(ec);
-                      });
+    if (const std::string* bytes = replies_.TakeForWrite()) {
+      asio::async_write(socket_, asio::buffer(*bytes),
+                        [self = shared_from_this()](const error_code& ec, std::size_t) {
+                          self->OnWritten(ec);
+                        });
+    }
   }
 
   void OnWritten(const error_code& ec) {
-    write_in_flight_ = false;
-    if (writing_.capacity() > kTorchKeepBufferBytes) {
-      std::string().swap(writing_);
-    } else {
-      writing_.clear();
-    }
+    replies_.Written();
     if (closed_) {
       return;
     }
@@ -496,9 +483,7 @@ class TorchStoreServer::Core::Connection final : public ts::Waiter,
   tcp::socket socket_;
   std::string peer_;
   ts::RequestDecoder decoder_;
-  std::string out_;      // replies not yet handed to a write
-  std::string writing_;  // the write in flight
-  bool write_in_flight_ = false;
+  ReplyBuffer replies_;
   bool read_armed_ = false;
   // The socket may hold bytes no readiness edge will announce again: the next ArmRead reads at
   // once rather than waiting. True at first, as the first request can come before the wait.
