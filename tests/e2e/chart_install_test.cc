@@ -4,7 +4,9 @@
 // jobs drive every path on which the operator calls the API, and the API server's audit log then
 // shows that every call was allowed and that every permission the chart grants was used: nothing
 // broader is granted.
-// The chart's job default (jobDefaults.hostNetwork) is seen on the running jobs' Pods.
+// The chart's job default (jobDefaults.hostNetwork) is seen on the running jobs' Pods. With
+// gangScheduling.kubernetes.enabled the suspended job is a Kubernetes gang: its PodGroup is made
+// (under OwnerReferencesPermissionEnforcement, with blockOwnerDeletion) and, on resume, found.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -111,6 +113,9 @@ struct RbacShape {
   std::string values;         // extra --set values ("" for the defaults)
   bool cluster_wide = false;  // the job rules are a ClusterRole (else Roles, nothing cluster-wide)
   bool host_network = false;  // jobDefaults.hostNetwork, which the jobs here leave to the default
+  // The suspended job's spec.runPolicy.schedulingPolicy.provider ("" for none); Kubernetes needs
+  // gangScheduling.kubernetes.enabled in `values`.
+  std::string provider = "";
 };
 
 void PrintTo(const RbacShape& shape, std::ostream* out) { *out << shape.name; }
@@ -230,7 +235,13 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
   JobSpec ttl{.name = "chart-ttl", .replicas = 2, .steps = 10, .ttl_seconds_after_finished = 0};
   JobSpec suspended{.name = "chart-suspend", .replicas = 2, .steps = 100000, .step_delay_ms = 50};
   ASSERT_EQ(bed_->Apply(ttl.name, JobYaml(ttl)).exit_code, 0);
-  ASSERT_EQ(bed_->Apply(suspended.name, JobYaml(suspended)).exit_code, 0);
+  std::string suspended_yaml = JobYaml(suspended);
+  if (!GetParam().provider.empty()) {
+    const std::string run_policy = "  runPolicy:\n";
+    suspended_yaml.replace(suspended_yaml.find(run_policy), run_policy.size(),
+                           run_policy + "    schedulingPolicy: {provider: " + GetParam().provider + "}\n");
+  }
+  ASSERT_EQ(bed_->Apply(suspended.name, suspended_yaml).exit_code, 0);
   const std::string taken =
       "apiVersion: v1\nkind: Secret\nmetadata:\n  name: chart-secret-ringleader-token\n  namespace: default\n"
       "stringData:\n  owner: someone-else\n---\n"
@@ -261,6 +272,18 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
           .is_null());
   EXPECT_TRUE(WaitUntil([&] { return bed_->Get("pod", suspended.name + "-0").is_null(); }, seconds(60), kPoll))
       << "the suspended job's Pods were not deleted";
+  if (GetParam().provider == "Kubernetes") {
+    // Resumed, the same attempt's Pods come back into the PodGroup the operator finds is its own.
+    MustKubectl({"patch", "trainingjob", suspended.name, "--type", "merge", "-p",
+                 R"({"spec":{"runPolicy":{"suspend":false}}})"});
+    EXPECT_TRUE(WaitUntil([&] { return bed_->Get("pod", suspended.name + "-0").is_object(); }, seconds(60), kPoll))
+        << "the resumed job's Pods were not made again";
+    const json groups = json::parse(MustKubectl({"get", "podgroups.scheduling.k8s.io", "-o", "json"}));
+    ASSERT_EQ(groups["items"].size(), 1u) << groups.dump(2);
+    EXPECT_TRUE(groups["items"][0]["metadata"]["ownerReferences"][0].value("blockOwnerDeletion", false));
+    EXPECT_EQ(bed_->Get("pod", suspended.name + "-0")["spec"]["schedulingGroup"]["podGroupName"],
+              groups["items"][0]["metadata"]["name"]);
+  }
   EXPECT_TRUE(WaitUntil([&] { return bed_->Get("trainingjob", ttl.name).is_null(); }, seconds(120), kPoll))
       << "the finished job was not deleted after its TTL";
   for (const char* name : {"chart-secret", "chart-service", "chart-pod", "chart-netpol"}) {
@@ -288,7 +311,8 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
   for (const AuditedRequest& request : requests) {
     const bool child = (request.api_group.empty() && (request.resource == "pods" || request.resource == "services" ||
                                                       request.resource == "secrets")) ||
-                       (request.api_group == "networking.k8s.io" && request.resource == "networkpolicies");
+                       (request.api_group == "networking.k8s.io" && request.resource == "networkpolicies") ||
+                       (request.api_group == "scheduling.k8s.io" && request.resource == "podgroups");
     if (request.verb == "create" && request.code == 201 && child) {
       AuditedRequest finalizers = request;
       finalizers.verb = "update";
@@ -351,8 +375,9 @@ TEST_P(ChartInstallTest, TheRenderedChartRunsJobsAndItsOperatorUsesExactlyThePer
 INSTANTIATE_TEST_SUITE_P(RbacShapes, ChartInstallTest,
                          ::testing::Values(RbacShape{"ClusterRole", "", true, false},
                                            RbacShape{"RolePerNamespace",
-                                                     "operator.watchNamespaces={default},jobDefaults.hostNetwork=true",
-                                                     false, true}),
+                                                     "operator.watchNamespaces={default},jobDefaults.hostNetwork=true,"
+                                                     "gangScheduling.kubernetes.enabled=true",
+                                                     false, true, "Kubernetes"}),
                          [](const ::testing::TestParamInfo<RbacShape>& shape) { return shape.param.name; });
 
 }  // namespace
