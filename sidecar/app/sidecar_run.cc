@@ -433,7 +433,9 @@ class SidecarRun {
 #ifdef RINGLEADER_WITH_NCCL
       const int devices = collectives::VisibleCudaDevices();
       if (devices == 0) {
-        throw RunFailure("backend nccl: this container sees no CUDA device");
+        // CUDA's reason tells a missing device from a driver older than this build's runtime.
+        throw RunFailure("backend nccl: this container sees no CUDA device (CUDA: " +
+                         gpu::InspectGpus().unavailable_reason + ")");
       }
       if (devices < local_ranks_) {
         throw RunFailure("backend nccl: " + std::to_string(local_ranks_) +
