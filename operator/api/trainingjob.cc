@@ -351,6 +351,19 @@ SchedulingPolicy ParseSchedulingPolicy(const Reader& policy) {
   OptionalString(policy, "queue", &out.queue);
   OptionalString(policy, "priorityClassName", &out.priority_class_name);
   OptionalString(policy, "schedulerName", &out.scheduler_name);
+  if (policy.Find("topology") != nullptr) {
+    const Reader topology = policy.Object("topology");
+    TopologyPolicy parsed;
+    std::string mode;
+    topology.String("mode", &mode);
+    if (mode == "Preferred") {
+      parsed.mode = TopologyMode::kPreferred;
+    } else if (mode != "Required") {
+      topology.Fail("mode", "must be Required or Preferred, got \"" + mode + "\"");
+    }
+    topology.String("key", &parsed.key);
+    out.topology = parsed;
+  }
   return out;
 }
 
@@ -880,6 +893,10 @@ json TrainingJob::ToJson() const {
     SetOptional(scheduling, "queue", sp.queue);
     SetOptional(scheduling, "priorityClassName", sp.priority_class_name);
     SetOptional(scheduling, "schedulerName", sp.scheduler_name);
+    if (sp.topology.has_value()) {
+      scheduling["topology"] = {{"mode", sp.topology->mode == TopologyMode::kRequired ? "Required" : "Preferred"},
+                                {"key", sp.topology->key}};
+    }
   }
 
   if (out.contains("status") || status != TrainingJobStatus{}) {

@@ -161,6 +161,20 @@ inline constexpr std::string_view kKueueAdmissionGate = "kueue.x-k8s.io/admissio
 // characters; names this long leave room for a nine-digit attempt.
 inline constexpr std::size_t kMaxKueueJobNameLength = 44;
 
+// spec.runPolicy.schedulingPolicy.topology: keep the gang inside one domain of a node label
+// (a rack, a block). Required: all or nothing; Preferred: as far as it fits (Kueue only).
+enum class TopologyMode { kRequired, kPreferred };
+struct TopologyPolicy {
+  TopologyMode mode = TopologyMode::kRequired;
+  std::string key;  // the node label whose value names the domain
+  bool operator==(const TopologyPolicy&) const = default;
+};
+// What Kueue's topology-aware scheduling reads on a Pod: the pod set's topology, and the label
+// that orders the group's Pods so consecutive ranks share the closest domain.
+inline constexpr std::string_view kKueueRequiredTopologyAnnotation = "kueue.x-k8s.io/podset-required-topology";
+inline constexpr std::string_view kKueuePreferredTopologyAnnotation = "kueue.x-k8s.io/podset-preferred-topology";
+inline constexpr std::string_view kKueuePodIndexLabelAnnotation = "kueue.x-k8s.io/pod-group-pod-index-label";
+
 struct SchedulingPolicy {
   SchedulingProvider provider = SchedulingProvider::kNone;
   std::optional<std::int64_t> min_available;             // unset: spec.replicas
@@ -168,6 +182,7 @@ struct SchedulingPolicy {
   std::optional<std::string> queue;                      // Volcano only
   std::optional<std::string> priority_class_name;        // Volcano only
   std::optional<std::string> scheduler_name;             // overrides the provider's default
+  std::optional<TopologyPolicy> topology;                // Kubernetes (Required) and Kueue
   bool operator==(const SchedulingPolicy&) const = default;
 
   std::int64_t EffectiveMinAvailable(std::int64_t replicas) const { return min_available.value_or(replicas); }

@@ -438,6 +438,22 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
                 "must be a PriorityClass name (a DNS subdomain), got \"" + *policy.priority_class_name + "\"");
     }
   }
+  if (policy.topology.has_value()) {
+    if (policy.provider != SchedulingProvider::kKubernetes && policy.provider != SchedulingProvider::kKueue) {
+      check.Add(base + "topology",
+                "applies only to providers Kubernetes (the PodGroup's topology constraint) and Kueue (its "
+                "topology-aware scheduling), got provider " + provider);
+    } else if (policy.provider == SchedulingProvider::kKubernetes &&
+               policy.topology->mode == TopologyMode::kPreferred) {
+      check.Add(base + "topology.mode",
+                "Preferred cannot be expressed with provider Kubernetes: a PodGroup's topology constraint puts "
+                "all its Pods in one domain or none; use Required, or provider Kueue");
+    }
+    if (!IsQualifiedName(policy.topology->key)) {
+      check.Add(base + "topology.key", "must be a node label key such as topology.kubernetes.io/zone, got \"" +
+                                           policy.topology->key + "\"");
+    }
+  }
   if (policy.scheduler_name.has_value() && !IsDnsSubdomain(*policy.scheduler_name)) {
     check.Add(base + "schedulerName", "must be a scheduler name (a DNS subdomain), got \"" + *policy.scheduler_name + "\"");
   }
@@ -498,7 +514,9 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
                                        std::to_string(job.metadata.name.size()));
       }
       CheckProviderKeys(job, {kKueueQueueLabel, kKueuePodGroupNameLabel},
-                        {kKueuePodGroupTotalCountAnnotation, kKueueRetriableInGroupAnnotation, kKueueRoleHashAnnotation},
+                        {kKueuePodGroupTotalCountAnnotation, kKueueRetriableInGroupAnnotation, kKueueRoleHashAnnotation,
+                         kKueueRequiredTopologyAnnotation, kKueuePreferredTopologyAnnotation,
+                         kKueuePodIndexLabelAnnotation},
                         check);
       break;
     }

@@ -3,6 +3,7 @@
 #include "operator/planner/gang_scheduling.h"
 
 #include "operator/planner/children_builder.h"
+#include "operator/planner/plan.h"
 
 namespace ringleader::planner {
 
@@ -30,10 +31,15 @@ std::optional<json> BuildPodGroup(const api::TrainingJob& job, std::int64_t atte
   if (policy.provider == api::SchedulingProvider::kKubernetes) {
     // No Workload: a standalone PodGroup carries its own policy (workloadRef is optional).
     const std::int64_t min_count = policy.EffectiveMinAvailable(job.spec.replicas);
+    json spec = {{"schedulingPolicy", {{"gang", {{"minCount", min_count}}}}}};
+    if (policy.topology.has_value()) {
+      // Required only (validation refuses Preferred): every Pod in one domain of the label.
+      spec["schedulingConstraints"] = {{"topology", json::array({{{"key", policy.topology->key}}})}};
+    }
     return json{{"apiVersion", kKubernetesApiVersion},
                 {"kind", kPodGroupKind},
                 {"metadata", ChildMetadata(job, KubernetesPodGroupName(job, attempt))},
-                {"spec", {{"schedulingPolicy", {{"gang", {{"minCount", min_count}}}}}}}};
+                {"spec", std::move(spec)}};
   }
   json spec = {{"minMember", policy.EffectiveMinAvailable(job.spec.replicas)}};
   std::string_view api_version;
@@ -100,6 +106,14 @@ void DecoratePod(const api::TrainingJob& job, std::int64_t attempt, json& pod) {
       // Every rank's Pod has the same shape, so Kueue would find one role (pod set) anyway; naming
       // it spares Kueue hashing each Pod's spec and keeps the pod set's name stable ("trainer").
       notes[std::string(api::kKueueRoleHashAnnotation)] = "trainer";
+      if (policy.topology.has_value()) {
+        notes[std::string(policy.topology->mode == api::TopologyMode::kRequired
+                              ? api::kKueueRequiredTopologyAnnotation
+                              : api::kKueuePreferredTopologyAnnotation)] = policy.topology->key;
+        // Kueue's topology-aware scheduling places the group's Pods in this label's order, so
+        // consecutive ranks share the closest domain, as NCCL's rings and trees want.
+        notes[std::string(api::kKueuePodIndexLabelAnnotation)] = std::string(kRankLabel);
+      }
       break;
     }
     case api::SchedulingProvider::kKubernetes:

@@ -169,6 +169,32 @@ TEST(SchedulingPolicyTest, KubernetesParsesAndOwnsThePodsSchedulingGroup) {
               ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.queue", "applies only to provider Volcano")));
 }
 
+TEST(SchedulingPolicyTest, TopologyParsesRoundTripsAndIsCheckedPerProvider) {
+  const json required = {{"mode", "Required"}, {"key", "example.com/block"}};
+  FieldErrors errors;
+  const TrainingJob job = TrainingJob::FromJson(Job({{"provider", "Kubernetes"}, {"topology", required}}), &errors);
+  ASSERT_TRUE(errors.empty());
+  ASSERT_TRUE(job.spec.run_policy.scheduling_policy.topology.has_value());
+  EXPECT_EQ(job.spec.run_policy.scheduling_policy.topology->key, "example.com/block");
+  EXPECT_EQ(job.ToJson()["spec"]["runPolicy"]["schedulingPolicy"]["topology"], required);
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"topology", required}})), IsEmpty());
+  json kueue = KueueJob({{"provider", "Kueue"}, {"topology", {{"mode", "Preferred"}, {"key", "rack"}}}});
+  EXPECT_THAT(Errors(kueue), IsEmpty());
+
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"topology", {{"mode", "Preferred"}, {"key", "rack"}}}})),
+              ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.topology.mode",
+                                  "Preferred cannot be expressed with provider Kubernetes")));
+  EXPECT_THAT(Errors(Job({{"provider", "Volcano"}, {"topology", required}})),
+              ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.topology",
+                                  "applies only to providers Kubernetes (the PodGroup's topology constraint) and "
+                                  "Kueue")));
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"topology", {{"mode", "Required"}, {"key", "-rack"}}}})),
+              ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.topology.key", "must be a node label key")));
+  EXPECT_THAT(Errors(Job({{"provider", "Kubernetes"}, {"topology", {{"mode", "Always"}, {"key", "rack"}}}})),
+              ElementsAre(ErrorAt("spec.runPolicy.schedulingPolicy.topology.mode",
+                                  "must be Required or Preferred, got \"Always\"")));
+}
+
 TEST(SchedulingPolicyTest, TemplateSchedulerNameMustMatchTheEffectiveOne) {
   json same = Job({{"provider", "Volcano"}});
   same["spec"]["template"]["spec"]["schedulerName"] = "volcano";

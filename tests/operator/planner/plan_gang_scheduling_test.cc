@@ -286,6 +286,37 @@ TEST(GangSchedulingTest, PodsKueueTookMakeKueueManagedTrue) {
   EXPECT_EQ(FindCondition(plain.job_json(), "KueueManaged"), nullptr);
 }
 
+TEST(GangSchedulingTest, KubernetesTopologyIsThePodGroupsConstraint) {
+  FakeCluster cluster(
+      JobWith({{"provider", "Kubernetes"}, {"topology", {{"mode", "Required"}, {"key", "example.com/block"}}}}));
+  cluster.providers() = All();
+  cluster.ReconcileUntilStable(At(0));
+  ASSERT_EQ(cluster.pod_groups().size(), 1u);
+  EXPECT_EQ(cluster.pod_groups().begin()->second["spec"],
+            json({{"schedulingPolicy", {{"gang", {{"minCount", 4}}}}},
+                  {"schedulingConstraints", {{"topology", json::array({{{"key", "example.com/block"}}})}}}}));
+}
+
+// Kueue's topology-aware scheduling reads the pod set's topology and orders the group's Pods by
+// the rank label, so consecutive ranks share the closest domain.
+TEST(GangSchedulingTest, KueueTopologyIsThePodSetAnnotationsWithTheRankAsPodIndex) {
+  for (const auto& [mode, annotation] : {std::pair{"Required", "kueue.x-k8s.io/podset-required-topology"},
+                                         std::pair{"Preferred", "kueue.x-k8s.io/podset-preferred-topology"}}) {
+    json job = KueueJob(2);
+    job["spec"]["runPolicy"]["schedulingPolicy"]["topology"] = {{"mode", mode}, {"key", "example.com/rack"}};
+    FakeCluster cluster(job);
+    cluster.providers() = All();
+    cluster.ReconcileUntilStable(At(0));
+    ASSERT_EQ(cluster.pods().size(), 2u);
+    for (const auto& [name, pod] : cluster.pods()) {
+      const json& notes = pod["metadata"]["annotations"];
+      EXPECT_EQ(notes[annotation], "example.com/rack") << name;
+      EXPECT_EQ(notes["kueue.x-k8s.io/pod-group-pod-index-label"], "ringleader.dev/rank") << name;
+      EXPECT_EQ(notes.size(), 5u) << notes.dump();
+    }
+  }
+}
+
 TEST(GangSchedulingTest, SchedulerNameOverrideWinsAndProviderNoneLeavesPodsAlone) {
   FakeCluster custom(JobWith({{"provider", "Coscheduling"}, {"schedulerName", "gang-scheduler"}}));
   custom.providers() = All();
