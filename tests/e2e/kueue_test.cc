@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "operator/api/trainingjob.h"
@@ -14,6 +17,7 @@
 #include "tests/devcluster/kueue.h"
 #include "tests/e2e/end_to_end.h"
 #include "tests/e2e/job_status.h"
+#include "tests/support/test_environment.h"
 #include "tests/support/wait_until.h"
 
 namespace ringleader::testing {
@@ -69,6 +73,26 @@ json WorkloadCondition(const json& workload, const std::string& type) {
   return nullptr;
 }
 
+// An image whose trainer exits 0 when its Pod is stopped (SIGTERM), as many training scripts do
+// after a last checkpoint: the example trainer under a shell that answers SIGTERM with exit 0.
+constexpr char kGracefulTrainer[] = "ringleader/graceful-trainer";
+
+std::string WriteGracefulTrainer(const std::filesystem::path& path, const std::string& trainer) {
+  {
+    std::ofstream out(path);
+    out << "#!/bin/sh\n"
+           "trap 'kill -TERM \"$child\" 2>/dev/null; wait \"$child\"; exit 0' TERM\n'"
+        << trainer << "' \"$@\" &\nchild=$!\nwait \"$child\"\n";
+    if (!out) {
+      throw std::runtime_error("cannot write " + path.string());
+    }
+  }
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
+  return path.string();
+}
+
 class KueueTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -77,8 +101,14 @@ class KueueTest : public ::testing::Test {
       skip_ = "end-to-end runs need network namespaces: " + why;
       return;
     }
-    bed_ = std::make_unique<EndToEnd>([](devcluster::Options& options) { options.kueue = true; },
-                                      EndToEnd::Operator::kLater);
+    scripts_ = MakeTempDir("kueue-test");
+    bed_ = std::make_unique<EndToEnd>(
+        [](devcluster::Options& options) {
+          options.kueue = true;
+          options.images[kGracefulTrainer] =
+              WriteGracefulTrainer(scripts_ / "graceful-trainer", options.images.at("ringleader/example-trainer"));
+        },
+        EndToEnd::Operator::kLater);
     // A gated Pod waits on Kueue, not on a node: the job says so after 2 s instead of 60.
     bed_->StartOperatorWith({"--unschedulable-after", "2"});
     const std::string managed =
@@ -98,7 +128,11 @@ class KueueTest : public ::testing::Test {
                                           "  name: team-a\n  namespace: default\nspec:\n  clusterQueue: training\n");
     }
   }
-  static void TearDownTestSuite() { bed_.reset(); }
+  static void TearDownTestSuite() {
+    bed_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(scripts_, ignored);
+  }
 
   void SetUp() override {
     if (!skip_.empty()) {
@@ -111,6 +145,7 @@ class KueueTest : public ::testing::Test {
   EndToEnd& bed() { return *bed_; }
   json Workload(const std::string& name) { return bed_->Get("workloads.kueue.x-k8s.io", name); }
 
+  static inline std::filesystem::path scripts_;
   static inline std::unique_ptr<EndToEnd> bed_;
   static inline std::string skip_;
   static inline CommandOutput setup_;
@@ -165,11 +200,12 @@ TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
 TEST_F(KueueTest, APreemptedGangIsADisruptionNotAFailureAndRunsAgainOnceQuotaIsFree) {
   EndToEnd& bed = this->bed();
   // Each gang takes the queue's 8 GPUs. backoffLimit 0: one counted restart would fail the job.
-  ASSERT_EQ(bed.Apply("low", QueuedJob({.name = "low", .replicas = 2, .steps = 100, .step_delay_ms = 100,
-                                        .backoff_limit = 0, .gpus_per_replica = 4},
-                                       "team-a", "training-low"))
-                .exit_code,
-            0);
+  // Its trainers exit 0 when stopped: a preempted gang must still not count as Succeeded.
+  json low = json::parse(QueuedJob({.name = "low", .replicas = 2, .steps = 100, .step_delay_ms = 100,
+                                    .backoff_limit = 0, .gpus_per_replica = 4},
+                                   "team-a", "training-low"));
+  low["spec"]["template"]["spec"]["containers"][0]["image"] = kGracefulTrainer;
+  ASSERT_EQ(bed.Apply("low", low.dump()).exit_code, 0);
   const json low_running = bed.WaitForJob("low", JobRunning, seconds(90));
   ASSERT_EQ(JobState(low_running), "Running") << low_running.dump(2) << bed.Diagnostics();
   ASSERT_EQ(bed.Apply("high", QueuedJob({.name = "high", .replicas = 2, .steps = 10, .gpus_per_replica = 4},
@@ -185,6 +221,7 @@ TEST_F(KueueTest, APreemptedGangIsADisruptionNotAFailureAndRunsAgainOnceQuotaIsF
   EXPECT_EQ(disruption.value("reason", ""), "WorkloadEvictedDueToPreempted") << disruption.dump();
   EXPECT_EQ(disruption.value("attempt", -1), 0) << disruption.dump();
 
+  EXPECT_NE(JobState(preempted), "Succeeded") << "preempted trainers that exit 0 are stopped, not done";
   const json high_done = bed.WaitForJob("high", JobFinished, seconds(90));
   ASSERT_EQ(JobState(high_done), "Succeeded") << high_done.dump(2) << bed.Diagnostics();
   const json low_done = bed.WaitForJob("low", JobFinished, seconds(120));
