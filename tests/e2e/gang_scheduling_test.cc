@@ -1,12 +1,15 @@
 // Kubernetes' own gang scheduling (provider Kubernetes) on the real kube-scheduler, whose
 // GangScheduling plugin devcluster's control plane turns on (GenericWorkload), on one Node with 4
 // GPUs: a gang of 4 binds no Pod while another job holds a GPU, says why in Scheduled=False, and
-// then binds whole; without a provider the same Pods bind as far as the free GPUs go.
+// then binds whole; without a provider the same Pods bind as far as the free GPUs go. With
+// topology (TopologyAwareWorkloadScheduling), on Nodes labelled in two blocks: a gang that
+// requires one block gets all its Pods in one, and one that cannot fit a block waits, saying why.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -19,14 +22,19 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-// A job of `replicas` Pods of 1 GPU each, under `provider` ("" for none).
-std::string GpuJob(const std::string& name, int replicas, int steps, const std::string& provider) {
+// A job of `replicas` Pods of 1 GPU each, under `provider` ("" for none), in one domain of
+// `topology_key` when one is given.
+std::string GpuJob(const std::string& name, int replicas, int steps, const std::string& provider,
+                   const std::string& topology_key = "") {
   std::string yaml = JobYaml({.name = name, .replicas = replicas, .steps = steps, .step_delay_ms = 100,
                               .gpus_per_replica = 1});
   if (!provider.empty()) {
     const std::string run_policy = "  runPolicy:\n";
-    yaml.replace(yaml.find(run_policy), run_policy.size(),
-                 run_policy + "    schedulingPolicy: {provider: " + provider + "}\n");
+    std::string policy = "    schedulingPolicy:\n      provider: " + provider + "\n";
+    if (!topology_key.empty()) {
+      policy += "      topology: {mode: Required, key: " + topology_key + "}\n";
+    }
+    yaml.replace(yaml.find(run_policy), run_policy.size(), run_policy + policy);
   }
   return yaml;
 }
@@ -155,6 +163,52 @@ TEST_F(GangSchedulingTest, WithoutAProviderTheSamePodsBindPartially) {
   EXPECT_EQ(plain.bound, 2) << "without a provider the free GPUs go to as many Pods as they fit";
   EXPECT_EQ(Bindings(bed, "gang").bound, 0);
   ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "holder", "plain", "gang"}).exit_code, 0);
+}
+
+// Two blocks of two Nodes with 2 GPUs each: 4 GPUs per block.
+TEST(GangTopologyTest, AGangThatRequiresOneBlockGetsOneAndOneTooBigForABlockWaits) {
+  std::string why;
+  if (!EndToEnd::Supported(&why)) {
+    GTEST_SKIP() << "end-to-end runs need network namespaces: " << why;
+  }
+  constexpr char kBlock[] = "example.com/block";
+  EndToEnd bed(
+      [&](devcluster::Options& options) {
+        options.nodes.clear();
+        for (const char* block : {"a", "b"}) {
+          for (const char* node : {"1", "2"}) {
+            options.nodes.push_back(devcluster::NodeConfig{.name = std::string("node-") + block + node,
+                                                           .gpus = 2,
+                                                           .labels = {{kBlock, block}}});
+          }
+        }
+      },
+      EndToEnd::Operator::kLater);
+  bed.StartOperatorWith({"--unschedulable-after", "2"});
+  // 6 Pods on an idle cluster of 8 GPUs: they would fit, but no block has 6.
+  ASSERT_EQ(bed.Apply("too-big", GpuJob("too-big", 6, 5, "Kubernetes", kBlock)).exit_code, 0);
+  const json waiting = bed.WaitForJob(
+      "too-big", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(60));
+  const json* scheduled = FindJobCondition(waiting, "Scheduled");
+  ASSERT_NE(scheduled, nullptr) << waiting.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(Bindings(bed, "too-big").bound, 0);
+  const std::string message = scheduled->value("message", "");
+  EXPECT_THAT(message, ::testing::HasSubstr("0/2 placements are available")) << message;
+  std::printf("too big for a block: Scheduled=False %s: %s\n", scheduled->value("reason", "").c_str(),
+              message.c_str());
+
+  ASSERT_EQ(bed.Apply("fits", GpuJob("fits", 4, 5, "Kubernetes", kBlock)).exit_code, 0);
+  const json fits = bed.WaitForJob("fits", JobFinished, seconds(120));
+  EXPECT_EQ(JobState(fits), "Succeeded") << fits.dump(2) << bed.Diagnostics();
+  const CommandOutput nodes = bed.Kubectl(
+      {"get", "pods", "-l", "ringleader.dev/job-name=fits", "-o", "jsonpath={range .items[*]}{.spec.nodeName} {end}"});
+  std::set<char> blocks;
+  for (std::size_t at = nodes.output.find("node-"); at != std::string::npos; at = nodes.output.find("node-", at + 1)) {
+    blocks.insert(nodes.output[at + 5]);
+  }
+  EXPECT_EQ(blocks.size(), 1u) << "the gang's Pods are on " << nodes.output;
+  std::printf("one block: the gang's Pods ran on %s\n", nodes.output.c_str());
+  EXPECT_EQ(Bindings(bed, "too-big").bound, 0);
 }
 
 }  // namespace
