@@ -204,7 +204,7 @@ int RunRender(const std::vector<std::string>& args, std::ostream& out, std::ostr
     observed.fresh_token = RandomToken();
     observed.now = std::chrono::system_clock::now();
     // As on a cluster that runs the job's gang-scheduling provider: the PodGroup and Pods it gets.
-    observed.providers = {.coscheduling = true, .volcano = true, .kueue = true};
+    observed.providers = {.coscheduling = true, .volcano = true, .kueue = true, .kubernetes = true};
     // Plan until the job has all it asks for, applying status and reserving ports as the
     // operator would; print the job with its status, then every object created for it.
     std::vector<json> created;

@@ -63,5 +63,22 @@ if "$operator" validate -f "$tmp" 2>&1 | grep -q bogus:; then
   fail "a field inside the Pod template (which the CRD preserves) was refused"
 fi
 
+# render shows a gang as on a cluster that runs its provider: provider Kubernetes gets the
+# attempt's PodGroup, and each Pod names it.
+cat >"$tmp" <<'YAML'
+apiVersion: ringleader.dev/v1alpha1
+kind: TrainingJob
+metadata: {name: gang, namespace: ml}
+spec:
+  replicas: 2
+  runPolicy:
+    schedulingPolicy: {provider: Kubernetes, topology: {mode: Required, key: example.com/block}}
+  template: {spec: {containers: [{name: trainer, image: example}]}}
+YAML
+out=$("$operator" render -f "$tmp" 2>&1)
+grep -qx 'apiVersion: scheduling.k8s.io/v1beta1' <<<"$out" || fail "render: no scheduling.k8s.io PodGroup: $out"
+[[ $(grep -c 'podGroupName: gang-00000000-0$' <<<"$out") -eq 2 ]] || fail "render: the Pods do not name the PodGroup: $out"
+grep -q 'key: example.com/block' <<<"$out" || fail "render: the PodGroup has no topology: $out"
+
 ((failures == 0)) || exit 1
 echo "validate: all checks passed"
