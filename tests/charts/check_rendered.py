@@ -167,7 +167,8 @@ def main():
     by_kind = {}
     for o in objects:
         by_kind.setdefault(o["kind"], []).append(o)
-        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
+                             "ValidatingAdmissionPolicyBinding"):
             check(o["metadata"].get("namespace"), "%s %s has no namespace" % (o["kind"], o["metadata"]["name"]))
 
     sa = by_kind["ServiceAccount"][0]["metadata"]["name"]
