@@ -1,5 +1,6 @@
-// PodGroups and Pod decoration for the three gang-scheduling providers, each after its own
-// project's documentation (docs/operations.md, "Gang scheduling", gives the sources).
+// PodGroups and Pod decoration for the gang-scheduling providers (Kubernetes, Coscheduling,
+// Volcano, Kueue), each after its own project's documentation and source (docs/operations.md, "Gang
+// scheduling", gives the sources).
 #include "operator/planner/gang_scheduling.h"
 
 #include "operator/planner/children_builder.h"
