@@ -3,6 +3,8 @@
 
 #include <string_view>
 
+#include "operator/api/trainingjob.h"
+
 namespace ringleader::runtime {
 
 using nlohmann::json;
@@ -32,7 +34,8 @@ json TrimMetadata(json& meta) {
   if (auto labels = meta.find("labels"); labels != meta.end() && labels->is_object()) {
     json ours = json::object();
     for (auto& [key, value] : labels->items()) {
-      if (std::string_view(key).starts_with(kLabelPrefix)) {
+      // Kueue's managed label: whether Kueue took the Pod (the job's KueueManaged condition).
+      if (std::string_view(key).starts_with(kLabelPrefix) || key == api::kKueueManagedLabel) {
         ours[key] = std::move(value);
       }
     }
@@ -93,8 +96,11 @@ void TrimPod(json& pod) {
         for (const char* field : {"type", "status", "reason", "message"}) {
           Keep(condition, trimmed_condition, field);
         }
-        // How long a Pod has waited for a node (the job's Scheduled condition) starts here.
-        if (trimmed_condition.value("type", "") == "PodScheduled") {
+        // How long a Pod has waited for a node (the job's Scheduled condition) starts at
+        // PodScheduled's; a disruption's time tells trainers that finished before it from those
+        // it stopped.
+        const std::string type = trimmed_condition.value("type", "");
+        if (type == "PodScheduled" || type == "DisruptionTarget" || type == "TerminationTarget") {
           Keep(condition, trimmed_condition, "lastTransitionTime");
         }
         kept_conditions.push_back(std::move(trimmed_condition));
@@ -108,10 +114,11 @@ void TrimPod(json& pod) {
     }
     kept["status"] = std::move(trimmed);
   }
-  // Where and by whom it is scheduled, for the Scheduled condition.
+  // Where and by whom it is scheduled, for the Scheduled condition; its scheduling gates, for
+  // KueueManaged (Kueue's admission gate).
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     json trimmed = json::object();
-    for (const char* field : {"nodeName", "schedulerName"}) {
+    for (const char* field : {"nodeName", "schedulerName", "schedulingGates"}) {
       Keep(*spec, trimmed, field);
     }
     kept["spec"] = std::move(trimmed);

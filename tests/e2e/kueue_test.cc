@@ -174,6 +174,10 @@ TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
   EXPECT_EQ(scheduled->value("reason", ""), "SchedulingGated") << scheduled->dump();
   EXPECT_TRUE(Gated(bed.Get("pod", "second-0"))) << bed.Get("pod", "second-0").dump(2);
   EXPECT_TRUE(Gated(bed.Get("pod", "second-1"))) << bed.Get("pod", "second-1").dump(2);
+  // Both jobs' Pods carry Kueue's marks, and the operator sees them (no false NotManagedByKueue).
+  EXPECT_TRUE(JobConditionIs(waiting, "KueueManaged", "True")) << waiting.dump(2);
+  EXPECT_TRUE(JobConditionIs(bed.Get("trainingjob", "first"), "KueueManaged", "True"))
+      << bed.Get("trainingjob", "first").dump(2);
   const std::string group = GroupOf(bed, "second-0");
   ASSERT_FALSE(group.empty());
   json reserved;

@@ -42,6 +42,7 @@ planner::Plan PlanWith(FakeCluster& cluster, bool trimmed) {
   observed.secret = secret;
   observed.ledger = &cluster.ledger();
   observed.fresh_token = "token";
+  observed.providers = cluster.providers();
   observed.now = At(100);
   return planner::MakePlan(observed, planner::PlannerConfig{});
 }
@@ -88,10 +89,11 @@ TEST(CacheTransformsTest, TrimPodKeepsIdentityOwnershipStatusAndPlacementOnly) {
   EXPECT_EQ(pod["status"]["podIP"], "10.1.0.7");
   EXPECT_FALSE(pod["status"].contains("hostIP"));
   // The failure policy reads every condition (DisruptionTarget, onPodConditions); how long a Pod
-  // has waited for a node needs PodScheduled's time.
+  // has waited for a node needs PodScheduled's time, and a disruption's time tells trainers done
+  // before it from those it stopped.
   EXPECT_EQ(pod["status"]["conditions"],
             json::array({{{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", "EvictionByEvictionAPI"},
-                          {"message", "Eviction API: evicting"}},
+                          {"message", "Eviction API: evicting"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}},
                          {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-01-01T00:00:01Z"}}}));
 }
 
@@ -170,6 +172,39 @@ TEST(CacheTransformsTest, PlansFromTrimmedPodsEqualPlansFromFullPods) {
   ExpectSamePlan(cluster, "a rank preempted");
   cluster.AddForeignPod("intruder");
   ExpectSamePlan(cluster, "foreign pod");
+}
+
+// Kueue's marks (the managed label, the admission gate) and the time of its TerminationTarget
+// reach the planner through the cache: without them every job Kueue manages would read as
+// unmanaged, and trainers Kueue stopped as done.
+TEST(CacheTransformsTest, PlansFromTrimmedKueuePodsEqualPlansFromFullPods) {
+  json job = MinimalJob("demo", 2);
+  job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
+  job["spec"]["runPolicy"]["schedulingPolicy"] = {{"provider", "Kueue"}};
+  FakeCluster cluster(job);
+  cluster.providers() = {.kueue = true};
+  cluster.ReconcileUntilStable(At(0));
+  ASSERT_EQ(cluster.pods().size(), 2u);
+  ExpectSamePlan(cluster, "pods Kueue never took");
+  cluster.pod("demo-0")["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true";
+  cluster.pod("demo-1")["spec"]["schedulingGates"] = json::array({{{"name", "kueue.x-k8s.io/admission"}}});
+  ExpectSamePlan(cluster, "one pod labelled, one gated");
+  cluster.ReconcileUntilStable(At(1));
+  cluster.pod("demo-1")["metadata"]["labels"]["kueue.x-k8s.io/managed"] = "true";
+  cluster.pod("demo-1")["spec"].erase("schedulingGates");
+  cluster.SetAllPhases("Running");
+  cluster.ReconcileUntilStable(At(2));
+  ExpectSamePlan(cluster, "admitted and running");
+  for (const char* pod : {"demo-0", "demo-1"}) {
+    cluster.StopByKueue(pod, "WorkloadEvictedDueToPreempted", "Preempted to accommodate a higher priority Workload");
+    cluster.SucceedContainers(pod, At(6));
+  }
+  ExpectSamePlan(cluster, "preempted, trainers exited 0 on SIGTERM");
+
+  json pod = cluster.pod("demo-0");
+  TrimPod(pod);
+  EXPECT_EQ(pod["metadata"]["labels"]["kueue.x-k8s.io/managed"], "true");
+  EXPECT_FALSE(pod["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name"));
 }
 
 }  // namespace
