@@ -2,13 +2,18 @@
 // plane: its webhook gates each attempt's Pods, its scheduler admits a gang whole against the
 // ClusterQueue's quota (examples/kueue), and the real operator, sidecars and trainers run them.
 // One devcluster with Kueue serves every TEST (about 15 s to start); each TEST removes its jobs.
+// Its Nodes: node-a and node-b with 4 GPUs each, for the ClusterQueue of examples/kueue, and two
+// blocks of two Nodes with 2 GPUs each, for topology-aware scheduling (examples/kueue/topology.yaml).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -41,6 +46,15 @@ std::string QueuedJob(const JobSpec& spec, const std::string& queue, const std::
   }
   return job.dump();  // JSON is YAML to kubectl
 }
+
+// The same job in one domain of the node label `key`, by Kueue's topology-aware scheduling.
+std::string QueuedJobInOne(const JobSpec& spec, const std::string& queue, const std::string& key) {
+  json job = json::parse(QueuedJob(spec, queue));
+  job["spec"]["runPolicy"]["schedulingPolicy"]["topology"] = {{"mode", "Required"}, {"key", key}};
+  return job.dump();
+}
+
+constexpr char kBlockLabel[] = "example.com/block";
 
 // The Kueue group (and so the Workload's name) of a rank's current Pod; "" without one.
 std::string GroupOf(EndToEnd& bed, const std::string& pod) {
@@ -105,6 +119,15 @@ class KueueTest : public ::testing::Test {
     bed_ = std::make_unique<EndToEnd>(
         [](devcluster::Options& options) {
           options.kueue = true;
+          // The block Nodes lack nothing TAS needs; the flavor finds them by the GPU label.
+          for (const char* block : {"a", "b"}) {
+            for (const char* node : {"1", "2"}) {
+              options.nodes.push_back(devcluster::NodeConfig{
+                  .name = std::string("block-") + block + "-" + node,
+                  .gpus = 2,
+                  .labels = {{kBlockLabel, block}, {"nvidia.com/gpu.present", "true"}}});
+            }
+          }
           options.images[kGracefulTrainer] =
               WriteGracefulTrainer(scripts_ / "graceful-trainer", options.images.at("ringleader/example-trainer"));
         },
@@ -336,6 +359,81 @@ TEST_F(KueueTest, AJobMadeAgainUnderTheSameNameRightAfterItsDeletionRunsCleanly)
   EXPECT_EQ(admitted_for_new_job, 1) << "the new job ran as one Workload of its own, not the old one's\n"
                                      << workloads.dump(2);
   ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "again"}).exit_code, 0);
+}
+
+// Kueue's topology-aware scheduling (TAS) on two blocks of two Nodes with 2 GPUs each. A gang of
+// 6 that requires one block is never admitted, and says why; a gang of 4 gets one block, and
+// Kueue pins its ranks to the Nodes in order: it fills the block's Nodes sorted by their label
+// values (block, then hostname), rank 0 first (pod-group-pod-index-label: ringleader.dev/rank).
+TEST_F(KueueTest, AGangThatRequiresOneBlockGetsOneInRankOrderAndOneTooBigForABlockWaits) {
+  EndToEnd& bed = this->bed();
+  ASSERT_EQ(bed.Kubectl({"apply", "-f", "examples/kueue/topology.yaml"}).exit_code, 0);
+  ASSERT_EQ(bed.Apply("blocks-queue", "apiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata:\n"
+                                      "  name: team-blocks\n  namespace: default\nspec:\n"
+                                      "  clusterQueue: training-blocks\n")
+                .exit_code,
+            0);
+
+  // 6 Pods on 8 idle GPUs of quota and Nodes: they would fit, but no block has 6.
+  ASSERT_EQ(bed.Apply("too-big", QueuedJobInOne({.name = "too-big", .replicas = 6, .steps = 5, .gpus_per_replica = 1},
+                                                "team-blocks", kBlockLabel))
+                .exit_code,
+            0);
+  const json waiting = bed.WaitForJob(
+      "too-big", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(30));
+  const json* scheduled = FindJobCondition(waiting, "Scheduled");
+  ASSERT_NE(scheduled, nullptr) << waiting.dump(2) << bed.Diagnostics();
+  EXPECT_EQ(scheduled->value("reason", ""), "SchedulingGated") << scheduled->dump();
+  std::printf("too big for a block: Scheduled=False %s: %s\n", scheduled->value("reason", "").c_str(),
+              scheduled->value("message", "").c_str());
+  const std::string group = GroupOf(bed, "too-big-0");
+  ASSERT_FALSE(group.empty());
+  json reserved;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        reserved = WorkloadCondition(Workload(group), "QuotaReserved");
+        return reserved.is_object();
+      },
+      seconds(20)))
+      << Workload(group).dump(2);
+  EXPECT_EQ(reserved.value("status", ""), "False") << reserved.dump();
+  const std::string why = reserved.value("message", "");
+  EXPECT_THAT(why, ::testing::HasSubstr("topology \"blocks\" allows to fit only 4 out of 6 pod(s)")) << why;
+  std::printf("too big for a block: Workload %s QuotaReserved=False: %s\n", group.c_str(), why.c_str());
+  // Kueue read the Pods' annotations: its pod set requires one block, ranked by ringleader's label.
+  const json request = Workload(group)["spec"]["podSets"][0].value("topologyRequest", json::object());
+  EXPECT_EQ(request.value("required", ""), kBlockLabel) << request.dump();
+  EXPECT_EQ(request.value("podIndexLabel", ""), "kueue.x-k8s.io/pod-group-pod-index") << request.dump();
+
+  // A gang of 4 behind it (BestEffortFIFO) is admitted into one block and runs.
+  ASSERT_EQ(bed.Apply("fits", QueuedJobInOne({.name = "fits", .replicas = 4, .steps = 5, .gpus_per_replica = 1},
+                                             "team-blocks", kBlockLabel))
+                .exit_code,
+            0);
+  const json fits = bed.WaitForJob("fits", JobFinished, seconds(120));
+  ASSERT_EQ(JobState(fits), "Succeeded") << fits.dump(2) << bed.Diagnostics();
+  std::map<int, std::string> node_of_rank;
+  std::set<std::string> blocks;
+  for (int rank = 0; rank < 4; ++rank) {
+    const json pod = bed.Get("pod", "fits-" + std::to_string(rank));
+    ASSERT_TRUE(pod.is_object()) << "no Pod fits-" << rank;
+    const std::string node = pod["spec"].value("nodeName", "");
+    node_of_rank[rank] = node;
+    blocks.insert(node.substr(0, std::string("block-a").size()));
+    // Kueue pinned the Pod to its Node when it lifted its topology gate.
+    EXPECT_EQ(pod["spec"].value("nodeSelector", json::object()).value("kubernetes.io/hostname", ""), node)
+        << pod["spec"].dump(2);
+    EXPECT_EQ(pod["metadata"]["labels"].value("kueue.x-k8s.io/pod-group-pod-index", ""), std::to_string(rank));
+  }
+  ASSERT_EQ(blocks.size(), 1u) << "the gang's Pods ran in more than one block";
+  // Ranks 0 and 1 on the block's first Node, 2 and 3 on its second: consecutive ranks share a Node.
+  const std::string block = *blocks.begin();
+  EXPECT_EQ(node_of_rank, (std::map<int, std::string>{
+                              {0, block + "-1"}, {1, block + "-1"}, {2, block + "-2"}, {3, block + "-2"}}));
+  std::printf("one block: ranks 0-3 ran on %s %s %s %s\n", node_of_rank[0].c_str(), node_of_rank[1].c_str(),
+              node_of_rank[2].c_str(), node_of_rank[3].c_str());
+  EXPECT_TRUE(Gated(bed.Get("pod", "too-big-0"))) << "the gang of 6 was admitted after all";
+  ASSERT_EQ(bed.Kubectl({"delete", "trainingjob", "too-big", "fits"}).exit_code, 0);
 }
 
 }  // namespace
