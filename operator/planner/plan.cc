@@ -890,6 +890,9 @@ class Planner {
     }
   }
 
+  // How often a Kueue job's Workload is read again while Kueue holds its gated gang.
+  static constexpr std::chrono::seconds kQueueVerdictRefresh{15};
+
   // Scheduled from the current Pods' PodScheduled conditions: True once all are placed, False in
   // the scheduler's words once one has waited past config_.unschedulable_after.
   void UpdateScheduled() {
@@ -924,12 +927,22 @@ class Planner {
           Requeue(*verdict.recheck_after);
         }
         return;
-      case SchedulingVerdict::State::kUnschedulable:
-        if (SetCondition(next_, kScheduled, false, verdict.reason, verdict.message, now_,
-                         job_.metadata.generation)) {
-          Event("Warning", "Unschedulable", verdict.reason + ": " + verdict.message);
+      case SchedulingVerdict::State::kUnschedulable: {
+        // A gate says only that something holds the Pod; Kueue's Workload says why.
+        const std::string message = verdict.reason == "SchedulingGated" && observed_.queue_verdict.has_value()
+                                        ? verdict.message + "; Kueue: " + *observed_.queue_verdict
+                                        : verdict.message;
+        if (SetCondition(next_, kScheduled, false, verdict.reason, message, now_, job_.metadata.generation)) {
+          Event("Warning", "Unschedulable", verdict.reason + ": " + message);
+        }
+        // Nothing the operator watches changes while Kueue holds the gang: look at its Workload
+        // again now and then, for its first verdict or a new one.
+        if (verdict.reason == "SchedulingGated" &&
+            job_.spec.run_policy.scheduling_policy.provider == api::SchedulingProvider::kKueue) {
+          Requeue(kQueueVerdictRefresh);
         }
         return;
+      }
     }
   }
 

@@ -53,6 +53,9 @@ struct Observed {
   api::Time now;
   // The gang-scheduling providers the API server serves, as discovery last found them.
   SchedulingProviders providers;
+  // Why Kueue holds the current attempt's gated Pods, from its Workload (QueueVerdict); read
+  // only while a Pod waits SchedulingGated, for the Scheduled condition's message.
+  std::optional<std::string> queue_verdict;
 };
 
 struct CreateObject {

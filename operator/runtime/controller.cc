@@ -9,6 +9,8 @@
 
 #include "operator/api/field_error.h"
 #include "operator/planner/children_builder.h"
+#include "operator/planner/gang_scheduling.h"
+#include "operator/planner/scheduling_state.h"
 #include "operator/planner/status_builder.h"
 #include "operator/runtime/cache_transforms.h"
 #include "operator/runtime/operator_metrics.h"
@@ -593,6 +595,45 @@ std::optional<api::CommunicationStatus> Controller::Summary(const api::TrainingJ
   return read.summary;
 }
 
+std::optional<std::string> Controller::QueueVerdict(const api::TrainingJob& job, const std::vector<ObjectPtr>& pods) {
+  if (job.spec.run_policy.scheduling_policy.provider != api::SchedulingProvider::kKueue) {
+    return std::nullopt;
+  }
+  const std::string attempt = std::to_string(job.status.restarts);
+  const bool gated = std::any_of(pods.begin(), pods.end(), [&](const ObjectPtr& pod) {
+    return Label(*pod, planner::kAttemptLabel) == attempt && planner::ReadPlacement(*pod).reason == "SchedulingGated";
+  });
+  if (!gated) {
+    return std::nullopt;
+  }
+  // Kueue names a plain-Pod group's Workload after the group. v1beta2: Kueue 0.15 and later.
+  static const kube::Resource kWorkloads{"kueue.x-k8s.io", "v1beta2", "workloads", true};
+  const std::string name = planner::KueueGroupName(job, job.status.restarts);
+  json workload;
+  try {
+    workload = client_.Get(kWorkloads, job.metadata.namespace_, name);
+  } catch (const kube::ApiError& e) {
+    // Not made yet (Kueue makes it once every Pod of the group exists), or not readable: the
+    // condition keeps the scheduler's words alone.
+    if (!kube::IsNotFound(e)) {
+      logger_.Warn("could not read the Kueue Workload", {{"job", job.Key()}, {"workload", name}, {"error", e.what()}});
+    }
+    return std::nullopt;
+  }
+  const json* conditions = workload.contains("status") ? &workload["status"]["conditions"] : nullptr;
+  if (conditions == nullptr || !conditions->is_array()) {
+    return "Workload " + name + " has no conditions yet";
+  }
+  for (const json& condition : *conditions) {
+    if (condition.is_object() && condition.value("type", "") == "QuotaReserved" &&
+        condition.value("status", "") == "False") {
+      return "Workload " + name + " QuotaReserved=False (" + condition.value("reason", "") +
+             "): " + condition.value("message", "");
+    }
+  }
+  return std::nullopt;
+}
+
 std::string Controller::Reconcile(const std::string& key) {
   const ObjectPtr object = jobs_.Get(key);
   if (!object) {
@@ -661,6 +702,7 @@ std::string Controller::Reconcile(const std::string& key) {
   observed.summary = Summary(job, pods);
   observed.now = Now();
   observed.providers = providers_.Current();
+  observed.queue_verdict = QueueVerdict(job, pods);
 
   planner::Plan plan;
   {

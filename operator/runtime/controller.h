@@ -87,6 +87,9 @@ class Controller {
   bool ExpectationMet(const std::string& job_key, const Expectation& expectation);
   std::optional<api::CommunicationStatus> Summary(const api::TrainingJob& job,
                                                   const std::vector<ObjectPtr>& pods);
+  // Why Kueue holds a Kueue job's gated Pods: the attempt's Workload's QuotaReserved=False
+  // reason and message. Read (one GET) only while a current Pod waits SchedulingGated.
+  std::optional<std::string> QueueVerdict(const api::TrainingJob& job, const std::vector<ObjectPtr>& pods);
   void EnqueueOwner(const ObjectPtr& object);
   void ReleaseIfPodsGone(const std::string& uid);
   // A block was freed: jobs still waiting for ports are planned again now.

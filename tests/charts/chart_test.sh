@@ -52,7 +52,7 @@ cases=(
   "gang-volcano-in-namespaces|gangScheduling.volcano.enabled=true,operator.watchNamespaces={team-a}|--gang volcano --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
   "gang-kubernetes-in-namespaces|gangScheduling.kubernetes.enabled=true,operator.watchNamespaces={team-a}|--gang kubernetes --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"
   "no-queue-name-policy|kueueQueueNamePolicy.enabled=false|--kinds ServiceAccount,Service,Deployment,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
-  "gang-kueue-grants-nothing|gangScheduling.kueue.enabled=true|--gang kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
+  "gang-kueue-reads-workloads|gangScheduling.kueue.enabled=true|--gang kueue --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
   "host-network-jobs-monitoring-off|jobDefaults.hostNetwork=true,monitoring.dashboard.enabled=false|--default-host-network true --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds"
   "no-network-policies|networkPolicy.enabled=false|--network-policies false --kinds $base_kinds,ClusterRole,ClusterRoleBinding,$election_kinds,ConfigMap"
   "no-network-policies-in-namespaces|networkPolicy.enabled=false,operator.watchNamespaces={team-a}|--network-policies false --watch team-a --kinds $base_kinds,Role,RoleBinding,$election_kinds,ConfigMap"

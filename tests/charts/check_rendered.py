@@ -33,11 +33,12 @@ JOB_RULES = [  # (apiGroup, resource, verb), from operator/runtime: informers, a
 # policy is created, cached and, like the Service, deleted when a suspended job gives its ports back.
 NETWORK_POLICY_RULES = [("networking.k8s.io", "networkpolicies", v) for v in ("get", "list", "watch", "create", "delete")]
 # What each gang-scheduling provider the chart enables adds: the job's PodGroup is created, read
-# when it exists and brought to the job's spec (operator/runtime/applier.cc). Kueue adds nothing.
+# when it exists and brought to the job's spec (operator/runtime/applier.cc). Kueue: the attempt's
+# Workload is read while its Pods wait gated (operator/runtime/controller.cc, QueueVerdict).
 GANG_RULES = {
     "coscheduling": [("scheduling.x-k8s.io", "podgroups", v) for v in ("get", "create", "update")],
     "volcano": [("scheduling.volcano.sh", "podgroups", v) for v in ("get", "create", "update")],
-    "kueue": [],
+    "kueue": [("kueue.x-k8s.io", "workloads", "get")],
     # One PodGroup per attempt, made with its Pods and never changed: read only when it exists.
     "kubernetes": [("scheduling.k8s.io", "podgroups", v) for v in ("get", "create")],
 }

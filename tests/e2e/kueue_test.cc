@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -60,6 +61,15 @@ constexpr char kBlockLabel[] = "example.com/block";
 std::string GroupOf(EndToEnd& bed, const std::string& pod) {
   const json object = bed.Get("pod", pod);
   return object.is_object() ? object["metadata"].value("labels", json::object()).value(kGroupLabel, "") : "";
+}
+
+// A WaitForJob predicate: Scheduled=False with `words` in its message.
+std::function<bool(const json&)> ScheduledFalseSaying(std::string words) {
+  return [words = std::move(words)](const json& job) {
+    const json* scheduled = FindJobCondition(job, "Scheduled");
+    return scheduled != nullptr && scheduled->value("status", "") == "False" &&
+           scheduled->value("message", "").find(words) != std::string::npos;
+  };
 }
 
 bool Gated(const json& pod) {
@@ -189,12 +199,15 @@ TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
                 .exit_code,
             0);
 
-  // Kueue's webhook gated both of its Pods; its scheduler found no quota for the group.
+  // Kueue's webhook gated both of its Pods; its scheduler found no quota for the group, and the
+  // job's condition says so in Kueue's words.
   const json waiting = bed.WaitForJob(
-      "second", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(30));
+      "second", ScheduledFalseSaying("; Kueue: Workload second-"), seconds(30));
   const json* scheduled = FindJobCondition(waiting, "Scheduled");
   ASSERT_NE(scheduled, nullptr) << waiting.dump(2) << bed.Diagnostics();
   EXPECT_EQ(scheduled->value("reason", ""), "SchedulingGated") << scheduled->dump();
+  EXPECT_THAT(scheduled->value("message", ""), ::testing::HasSubstr("insufficient unused quota for nvidia.com/gpu"))
+      << scheduled->dump();
   EXPECT_TRUE(Gated(bed.Get("pod", "second-0"))) << bed.Get("pod", "second-0").dump(2);
   EXPECT_TRUE(Gated(bed.Get("pod", "second-1"))) << bed.Get("pod", "second-1").dump(2);
   // Both jobs' Pods carry Kueue's marks, and the operator sees them (no false NotManagedByKueue).
@@ -379,11 +392,13 @@ TEST_F(KueueTest, AGangThatRequiresOneBlockGetsOneInRankOrderAndOneTooBigForABlo
                                                 "team-blocks", kBlockLabel))
                 .exit_code,
             0);
+  // The job's condition carries Kueue's reason from the Workload.
   const json waiting = bed.WaitForJob(
-      "too-big", [](const json& job) { return JobConditionIs(job, "Scheduled", "False"); }, seconds(30));
+      "too-big", ScheduledFalseSaying("allows to fit only 4 out of 6 pod(s)"), seconds(30));
   const json* scheduled = FindJobCondition(waiting, "Scheduled");
   ASSERT_NE(scheduled, nullptr) << waiting.dump(2) << bed.Diagnostics();
   EXPECT_EQ(scheduled->value("reason", ""), "SchedulingGated") << scheduled->dump();
+  EXPECT_THAT(scheduled->value("message", ""), ::testing::HasSubstr("; Kueue: Workload too-big-")) << scheduled->dump();
   std::printf("too big for a block: Scheduled=False %s: %s\n", scheduled->value("reason", "").c_str(),
               scheduled->value("message", "").c_str());
   const std::string group = GroupOf(bed, "too-big-0");

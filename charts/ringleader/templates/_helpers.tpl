@@ -96,6 +96,12 @@ that had no such value keeps that release's values without this chart's defaults
   resources: [podgroups]
   verbs: [get, create, update]
 {{- end }}
+{{- /* The attempt's Workload, read while its Pods wait gated, for why Kueue holds them. */}}
+{{- if dig "kueue" "enabled" false $gang }}
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get]
+{{- end }}
 {{- /* One PodGroup per attempt, never changed: no update. */}}
 {{- if dig "kubernetes" "enabled" false $gang }}
 - apiGroups: [scheduling.k8s.io]

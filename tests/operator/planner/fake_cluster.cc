@@ -46,6 +46,7 @@ Plan FakeCluster::PlanNow(api::Time now) const {
   observed.summary = summary_;
   observed.now = now;
   observed.providers = providers_;
+  observed.queue_verdict = queue_verdict_;
   return MakePlan(observed, config_);
 }
 

@@ -46,6 +46,8 @@ class FakeCluster {
   void set_summary(api::CommunicationStatus summary) { summary_ = std::move(summary); }
   // What discovery says the cluster serves (Observed::providers); nothing by default.
   SchedulingProviders& providers() { return providers_; }
+  // What the controller read from Kueue's Workload (Observed::queue_verdict); none by default.
+  std::optional<std::string>& queue_verdict() { return queue_verdict_; }
   // PodGroups created by name (a create of an existing one replaces it, as the applier does).
   const std::map<std::string, nlohmann::json>& pod_groups() const { return pod_groups_; }
 
@@ -120,6 +122,7 @@ class FakeCluster {
   PlannerConfig config_;
   std::optional<api::CommunicationStatus> summary_;
   SchedulingProviders providers_;
+  std::optional<std::string> queue_verdict_;
   std::map<std::string, nlohmann::json> pod_groups_;
   api::Time now_;
   int next_uid_ = 1;

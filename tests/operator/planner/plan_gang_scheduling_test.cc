@@ -444,6 +444,43 @@ TEST(GangSchedulingTest, ThresholdComesFromTheConfig) {
   EXPECT_THAT((*scheduled)["message"].get<std::string>(), HasSubstr("rank 0 (pod demo-0)"));
 }
 
+// A gate says only that something holds the Pods; for a Kueue job the condition adds why, in
+// Kueue's words from the attempt's Workload, and only for a gated wait.
+TEST(GangSchedulingTest, AGatedKueueGangSaysWhyKueueHoldsIt) {
+  FakeCluster cluster(KueueJob(1));
+  cluster.providers() = All();
+  cluster.config().unschedulable_after = std::chrono::seconds(5);
+  cluster.ReconcileUntilStable(At(0));
+  cluster.queue_verdict() =
+      "Workload demo-3f2a9c1b-0 QuotaReserved=False (Pending): couldn't assign flavors to pod set trainer: "
+      "insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 2 more needed";
+  Unschedulable(cluster, "demo-0", "2026-01-01T00:00:00Z", "Scheduling is blocked due to non-empty scheduling gates",
+                "SchedulingGated");
+  cluster.ReconcileUntilStable(At(6));
+  const json* scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ((*scheduled)["reason"], "SchedulingGated");
+  EXPECT_EQ((*scheduled)["message"],
+            "rank 0 (pod demo-0) is not scheduled after more than 5 s: Scheduling is blocked due to non-empty "
+            "scheduling gates; Kueue: Workload demo-3f2a9c1b-0 QuotaReserved=False (Pending): couldn't assign "
+            "flavors to pod set trainer: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 2 "
+            "more needed");
+  EXPECT_THAT(cluster.EventMessages("Unschedulable"),
+              ::testing::Contains(HasSubstr("; Kueue: Workload demo-3f2a9c1b-0 QuotaReserved=False")));
+  // Nothing watched changes while Kueue holds the gang: the Workload is read again soon.
+  const Plan again = cluster.PlanNow(At(6));
+  ASSERT_TRUE(again.requeue_after.has_value());
+  EXPECT_LE(*again.requeue_after, std::chrono::seconds(15));
+
+  // The scheduler's own verdict stands alone.
+  Unschedulable(cluster, "demo-0", "2026-01-01T00:00:00Z", "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+  cluster.ReconcileUntilStable(At(7));
+  scheduled = FindCondition(cluster.job_json(), "Scheduled");
+  EXPECT_EQ((*scheduled)["message"],
+            "rank 0 (pod demo-0) is not scheduled after more than 5 s: 0/1 nodes are available: 1 Insufficient "
+            "nvidia.com/gpu.");
+}
+
 TEST(GangSchedulingTest, RunningPodsMakeScheduledTrueWithoutAnEvent) {
   FakeCluster cluster(MinimalJob("demo", 2));
   cluster.ReconcileUntilStable(At(0));
