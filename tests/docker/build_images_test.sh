@@ -118,9 +118,10 @@ for kind in operator sidecar-cpu sidecar example-trainer; do
   echo "build_images_test: docker/Dockerfile.$kind built and checked in $((($(date +%s%N) - start) / 1000000)) ms"
 done
 
-# Debian's PyTorch in place of pytorch/pytorch, made once and kept with the Debian base.
+# Debian's PyTorch in place of pytorch/pytorch, made once and kept with the Debian base; tagged
+# with its Containerfile's hash, since the storage outlives checkouts.
 start=$(date +%s%N)
-torch_base=localhost/ringleader-ci/debian-pytorch:1.13
+torch_base=localhost/ringleader-ci/debian-pytorch:1.13-$(sha256sum "$top/tests/docker/Containerfile.debian-pytorch" | cut -c1-12)
 if ! "${buildah[@]}" inspect --type image "$torch_base" >/dev/null 2>&1; then
   "${buildah[@]}" bud --isolation chroot --pull=never --quiet --layers=false --build-arg DEBIAN_IMAGE="$base" \
     -f "$top/tests/docker/Containerfile.debian-pytorch" -t "$torch_base" "$top/tests/docker" >"$work/torch-base.log" 2>&1 ||

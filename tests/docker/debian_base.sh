@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The Debian 12 base CI builds docker/'s images on, in place of debian:12.9 and debian:12.9-slim,
 # which no registry here can serve: debootstrap's minbase from the Debian archive this machine's
-# apt uses (scripts/setup's debian_archive_uri), made once and kept as a tarball, imported into
-# the project's buildah storage (buildah_storage.sh) when missing. Prints the image's name.
+# apt uses (scripts/setup's debian_archive_uri), made once and kept as a tarball beside the
+# buildah storage (buildah_storage.sh: the machine's cache, outside the checkout), imported into
+# it when missing. Prints the image's name.
 # Cold: about 75 s; warm: nothing.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
