@@ -561,10 +561,14 @@ TEST_P(KubeletTest, ContainersSeeTheirDevicesInNvidiaVisibleDevicesAsTheDeviceMa
     Create(kube::Pods(), pod);
     WaitFor(name, Phase("Running"));
   }
+  // Running says the trainer started, not that its first line has run: each file is read once
+  // it has its line.
   std::map<std::string, std::string> seen;
   for (const std::string pod : {"job-0", "job-1"}) {
     for (const std::string container : {"sidecar", "preflight", "trainer"}) {
-      seen[pod + "/" + container] = ringleader::testing::ReadLog(work_ / (pod + "-" + container));
+      const std::filesystem::path file = work_ / (pod + "-" + container);
+      Eventually([&] { return ringleader::testing::ReadLog(file).ends_with('\n'); }, milliseconds(10000));
+      seen[pod + "/" + container] = ringleader::testing::ReadLog(file);
     }
   }
   EXPECT_EQ(seen, (std::map<std::string, std::string>{{"job-0/sidecar", "unset\n"},
