@@ -177,6 +177,17 @@ class KueueTest : public ::testing::Test {
 
   EndToEnd& bed() { return *bed_; }
   json Workload(const std::string& name) { return bed_->Get("workloads.kueue.x-k8s.io", name); }
+  // The Workload's condition `type` once Kueue has written it (within 20 s); null if it never did.
+  json AwaitWorkloadCondition(const std::string& name, const std::string& type) {
+    json condition;
+    WaitUntil(
+        [&] {
+          condition = WorkloadCondition(Workload(name), type);
+          return condition.is_object();
+        },
+        seconds(20));
+    return condition;
+  }
 
   static inline std::filesystem::path scripts_;
   static inline std::unique_ptr<EndToEnd> bed_;
@@ -216,14 +227,8 @@ TEST_F(KueueTest, ASecondGangWaitsGatedForQuotaAndRunsOnceTheFirstFinishes) {
       << bed.Get("trainingjob", "first").dump(2);
   const std::string group = GroupOf(bed, "second-0");
   ASSERT_FALSE(group.empty());
-  json reserved;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        reserved = WorkloadCondition(Workload(group), "QuotaReserved");
-        return reserved.is_object();
-      },
-      seconds(20)))
-      << Workload(group).dump(2);
+  const json reserved = AwaitWorkloadCondition(group, "QuotaReserved");
+  ASSERT_TRUE(reserved.is_object()) << Workload(group).dump(2);
   EXPECT_EQ(reserved.value("status", ""), "False") << reserved.dump();
   EXPECT_THAT(reserved.value("message", ""), ::testing::HasSubstr("insufficient unused quota for nvidia.com/gpu"))
       << reserved.dump();
@@ -403,14 +408,8 @@ TEST_F(KueueTest, AGangThatRequiresOneBlockGetsOneInRankOrderAndOneTooBigForABlo
               scheduled->value("message", "").c_str());
   const std::string group = GroupOf(bed, "too-big-0");
   ASSERT_FALSE(group.empty());
-  json reserved;
-  ASSERT_TRUE(WaitUntil(
-      [&] {
-        reserved = WorkloadCondition(Workload(group), "QuotaReserved");
-        return reserved.is_object();
-      },
-      seconds(20)))
-      << Workload(group).dump(2);
+  const json reserved = AwaitWorkloadCondition(group, "QuotaReserved");
+  ASSERT_TRUE(reserved.is_object()) << Workload(group).dump(2);
   EXPECT_EQ(reserved.value("status", ""), "False") << reserved.dump();
   const std::string why = reserved.value("message", "");
   EXPECT_THAT(why, ::testing::HasSubstr("topology \"blocks\" allows to fit only 4 out of 6 pod(s)")) << why;
