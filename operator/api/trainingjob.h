@@ -201,6 +201,22 @@ struct RunPolicy {
   SchedulingPolicy scheduling_policy;
 };
 
+// spec.elasticPolicy: the job runs with any number of Pods from min_replicas to max_replicas, and
+// spec.replicas may change while it runs (`kubectl scale`, an HPA). torchrun re-forms the world
+// through its c10d rendezvous on rank 0's sidecar store; a failed Pod other than rank 0 is
+// recreated alone (docs/elastic.md).
+struct ElasticPolicy {
+  std::int64_t min_replicas = 1;
+  std::int64_t max_replicas = 1;
+  // torchrun's --max-restarts (PET_MAX_RESTARTS): how often its agents may restart the workers
+  // after a failure. Each Pod recreated alone costs the surviving agents one, so the operator
+  // fails the job once status.elasticRestarts exceeds it.
+  std::int64_t max_restarts = 3;
+  // How long fewer than min_replicas Pods may be running, once the job has run, before it fails.
+  std::int64_t min_replicas_timeout_seconds = 300;
+  bool operator==(const ElasticPolicy&) const = default;
+};
+
 struct TrainingJobSpec {
   std::int64_t replicas = 1;
   std::int64_t gpus_per_replica = 0;
@@ -211,6 +227,7 @@ struct TrainingJobSpec {
   std::optional<bool> host_network;
   CommunicationSpec communication;
   RunPolicy run_policy;
+  std::optional<ElasticPolicy> elastic_policy;  // unset: a rigid job (replicas fixed while it runs)
 
   std::int64_t EffectiveProcessesPerReplica() const;
   // kAuto resolves to NCCL when the job has GPUs, Gloo otherwise.
@@ -299,6 +316,15 @@ struct TrainingJobStatus {
   std::int64_t restarts = 0;
   // The restarts counted against spec.runPolicy.backoffLimit (the failure policy's RestartJob).
   std::int64_t counted_restarts = 0;
+  // Elastic jobs: Pods recreated alone after they failed (not gang restarts), each one of
+  // torchrun's restarts in the surviving agents; the job fails once it exceeds maxRestarts.
+  std::int64_t elastic_restarts = 0;
+  // Elastic jobs: since when fewer than minReplicas Pods of the job are running (cleared when
+  // enough run again); the job fails after elasticPolicy.minReplicasTimeoutSeconds of it.
+  std::optional<Time> below_min_replicas_since;
+  // The label selector of the job's Pods in its string form, for the scale subresource
+  // (labelSelectorPath .status.selector), which an HPA reads.
+  std::string selector;
   // After a gang restart, when the new attempt's Pods may be created; cleared once they are.
   std::optional<Time> next_restart_time;
   // A Pod of this attempt carried DisruptionTarget=True (preempted, evicted, drained), so the

@@ -69,6 +69,9 @@ inline constexpr std::string_view kPetRdzvId = "PET_RDZV_ID";
 inline constexpr std::string_view kPetRdzvConf = "PET_RDZV_CONF";
 // torchrun's --local-addr, with the four above: the Pod's IP (status.podIP).
 inline constexpr std::string_view kPetLocalAddr = "PET_LOCAL_ADDR";
+// Elastic jobs: torchrun's --max-restarts (spec.elasticPolicy.maxRestarts); PET_NNODES is then
+// "<minReplicas>:<maxReplicas>".
+inline constexpr std::string_view kPetMaxRestarts = "PET_MAX_RESTARTS";
 
 // Environment the sidecar reads (it never talks to the Kubernetes API).
 inline constexpr std::string_view kJobName = "RINGLEADER_JOB_NAME";
@@ -76,6 +79,14 @@ inline constexpr std::string_view kJobNamespace = "RINGLEADER_JOB_NAMESPACE";
 inline constexpr std::string_view kJobUid = "RINGLEADER_JOB_UID";
 inline constexpr std::string_view kSidecarRank = "RINGLEADER_RANK";
 inline constexpr std::string_view kReplicas = "RINGLEADER_REPLICAS";
+// Elastic jobs: the most Pods the job may have (spec.elasticPolicy.maxReplicas). Rank 0's store
+// accepts ranks below it and sizes its caps for it; unset means RINGLEADER_REPLICAS.
+inline constexpr std::string_view kMaxReplicas = "RINGLEADER_MAX_REPLICAS";
+// What the preflight covers: "Job" (unset: every Pod of the attempt meets in one world of
+// RINGLEADER_REPLICAS Pods) or "Pod" (a Pod that joins an elastic job's running world, after a
+// scale-up or alone after a failure: the preflight runs on its own ranks only and proves it
+// reaches rank 0's store; the trainers' collectives with the others are measured by the profiler).
+inline constexpr std::string_view kPreflightScope = "RINGLEADER_PREFLIGHT_SCOPE";
 // The gang attempt the Pod was created for (status.restarts then); the rendezvous checks it.
 inline constexpr std::string_view kAttempt = "RINGLEADER_ATTEMPT";
 inline constexpr std::string_view kGpusPerReplica = "RINGLEADER_GPUS_PER_REPLICA";
