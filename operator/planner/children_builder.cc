@@ -141,6 +141,11 @@ json BuildNetworkPolicy(const api::TrainingJob& job, const api::JobPorts& ports)
   };
 }
 
+std::string PodLabelSelector(const api::TrainingJob& job) {
+  return std::string(kJobNameLabel) + "=" + job.metadata.name + "," + std::string(kJobUidLabel) + "=" +
+         job.metadata.uid;
+}
+
 bool IsControlledBy(const json& object, const api::TrainingJob& job) {
   // Looked up without copying: the planner asks this of every Pod on every re-plan.
   const auto meta = object.find("metadata");

@@ -32,6 +32,11 @@ nlohmann::json BuildSecret(const api::TrainingJob& job, const std::string& token
 // TCP port (as ranges with endPort) and all of UDP and SCTP stay open, as without a policy.
 nlohmann::json BuildNetworkPolicy(const api::TrainingJob& job, const api::JobPorts& ports);
 
+// The label selector of the job's Pods in its string form, "ringleader.dev/job-name=<job>,
+// ringleader.dev/job-uid=<uid>" (the labels every Pod of the job carries, as the Service selects
+// them): status.selector, which the scale subresource's labelSelectorPath names for an HPA.
+std::string PodLabelSelector(const api::TrainingJob& job);
+
 // True when `object` has a controller owner reference naming this job's uid.
 bool IsControlledBy(const nlohmann::json& object, const api::TrainingJob& job);
 

@@ -479,6 +479,7 @@ class Planner {
       return std::move(plan_);  // garbage collection removes the children
     }
     next_.observed_generation = job_.metadata.generation;
+    next_.selector = PodLabelSelector(job_);
     if (const api::FieldErrors errors = api::Validate(job_, config_.validation); !errors.empty()) {
       Condition(kFailed, true, "InvalidSpec", api::JoinErrors(errors), "Warning");
       return Finish();
@@ -723,16 +724,20 @@ class Planner {
 
   void ActiveJob() {
     EnsureServiceSecretAndPolicy();
-    // Pods from earlier attempts, for ranks the job no longer has, or without our labels go.
+    // Pods from earlier attempts or without our labels go; so do ranks the job no longer has.
     std::map<std::string, const PodView*> by_name;
+    std::vector<const PodView*> beyond;
     for (const PodView& pod : pods_) {
       by_name[pod.name] = &pod;
-      const bool stray = pod.attempt != next_.restarts || pod.rank < 0 || pod.rank >= job_.spec.replicas ||
-                         pod.name != PodName(job_, pod.rank, pod.attempt);
-      if (stray && !IsEvidence(pod)) {
+      const bool ours = pod.attempt == next_.restarts && pod.rank >= 0 &&
+                        pod.name == PodName(job_, pod.rank, pod.attempt);
+      if (ours && pod.rank >= job_.spec.replicas) {
+        beyond.push_back(&pod);
+      } else if (!ours && !IsEvidence(pod)) {
         DeletePod(pod);
       }
     }
+    ScaleDown(std::move(beyond));
     RememberDisruption();
     // Rank 0's success is checked before any failure: under RankZero the other ranks fail for
     // want of their peers once rank 0 is done, and that says nothing about the job.
@@ -748,6 +753,15 @@ class Planner {
     }
     // The messages name the earliest failure first, the one most likely to be the cause.
     std::stable_sort(failed.begin(), failed.end(), EarlierFailure);
+    if (ElasticRecovery() && std::none_of(failed.begin(), failed.end(), [](const PodView* pod) {
+          return pod->rank == 0;
+        })) {
+      if (RankZeroLost() || RecoverAlone(failed)) {
+        CountReplicas();
+        return;  // the job failed, or the gang restarts
+      }
+      failed.clear();
+    }
     if (!failed.empty()) {
       std::vector<Verdict> verdicts;
       for (const PodView* pod : failed) {
@@ -766,6 +780,10 @@ class Planner {
       CountReplicas();
       return;  // onStall: Restart restarted the gang, or failed the job past backoffLimit
     }
+    if (BelowMinReplicas()) {
+      CountReplicas();
+      return;
+    }
     if (next_.next_restart_time.has_value() && now_ < *next_.next_restart_time) {
       Requeue(std::chrono::duration_cast<seconds>(*next_.next_restart_time - now_));
       CountReplicas();
@@ -776,6 +794,173 @@ class Planner {
     UpdateScheduled();
     UpdateKueueManaged();
     UpdateProgress();
+  }
+
+  // spec.elasticPolicy, except under Kueue: Kueue finishes a plain-Pod group's Workload at its
+  // first failed Pod (retriable-in-group false), so a rank recreated alone would run outside the
+  // quota; a Kueue-managed elastic job restarts its gang on a failure, as a rigid one does.
+  bool ElasticRecovery() const {
+    return job_.spec.elastic_policy.has_value() &&
+           job_.spec.run_policy.scheduling_policy.provider != api::SchedulingProvider::kKueue;
+  }
+
+  // The current attempt's Pods of ranks at or above spec.replicas (an elastic job scaled down)
+  // go, highest rank first, all in this plan. They are no rank of the job any more, so whatever
+  // their containers do as they stop is never judged a failure.
+  void ScaleDown(std::vector<const PodView*> beyond) {
+    std::sort(beyond.begin(), beyond.end(), [](const PodView* a, const PodView* b) { return a->rank > b->rank; });
+    std::string names;
+    for (const PodView* pod : beyond) {
+      if (!pod->deleting) {
+        DeletePod(*pod);
+        names += (names.empty() ? "" : ", ") + pod->name + " (rank " + std::to_string(pod->rank) + ")";
+      }
+    }
+    if (!names.empty() && job_.spec.elastic_policy.has_value()) {
+      Event("Normal", "ScalingDown",
+            "spec.replicas is " + std::to_string(job_.spec.replicas) + ": deleting " +
+                (names.find(',') == std::string::npos ? "pod " : "pods ") + names +
+                ", highest rank first; the other ranks go on");
+    }
+  }
+
+  // An elastic job's failed Pods of ranks other than 0 (rank 0's sidecar serves the store
+  // torchrun's rendezvous meets on, so its failure restarts the gang): each is deleted and, once
+  // it is gone, recreated alone (CreateMissingPods), while the others go on. A RestartJob verdict
+  // counts one of torchrun's restarts in status.elasticRestarts, failing the job once
+  // spec.elasticPolicy.maxRestarts is spent; Ignore recreates it uncounted; FailJob fails the job.
+  // A Pod already being deleted was dealt with, or is leaving (scaled down, deleted by someone):
+  // it is recreated once gone, never counted. True when the job failed.
+  bool RecoverAlone(const std::vector<const PodView*>& failed) {
+    std::vector<Verdict> verdicts;
+    for (const PodView* pod : failed) {
+      if (!pod->deleting) {
+        verdicts.push_back(Judge(*pod, job_.spec.run_policy.failure_policy, std::nullopt));
+      }
+    }
+    if (verdicts.empty()) {
+      return false;
+    }
+    for (const Verdict& verdict : verdicts) {
+      if (verdict.action == api::FailureAction::kFailJob) {
+        Fail("FailJobRule", DescribeFailure(*verdict.pod) + "; " + verdict.rule + " matched: " + verdict.matched +
+                                "; the job fails without a restart");
+        return true;
+      }
+    }
+    // A rank that loses rank 0 fails too, and its kubelet may say so first: the gang restart
+    // that rank 0's failure brings must not follow a recreation of that rank.
+    if (AwaitingRankZero(verdicts)) {
+      return false;
+    }
+    // Checked before any Pod goes, so the one that would pass the limit is still there to read.
+    const std::int64_t limit = job_.spec.elastic_policy->max_restarts;
+    std::int64_t would = next_.elastic_restarts;
+    for (const Verdict& verdict : verdicts) {
+      if (verdict.action != api::FailureAction::kRestartJob) {
+        continue;
+      }
+      if (would >= limit) {
+        Fail("MaxRestartsExceeded",
+             DescribeFailure(*verdict.pod) + "; torchrun's maxRestarts (" + std::to_string(limit) +
+                 ", spec.elasticPolicy.maxRestarts) is spent: recreating it would be restart " +
+                 std::to_string(would + 1) + " in attempt " + std::to_string(next_.restarts));
+        return true;
+      }
+      ++would;
+    }
+    for (const Verdict& verdict : verdicts) {
+      const PodView& pod = *verdict.pod;
+      const bool counted = verdict.action == api::FailureAction::kRestartJob;
+      std::string terms;
+      if (counted) {
+        next_.elastic_restarts += 1;
+        terms = "elastic restart " + std::to_string(next_.elastic_restarts) + " of " + std::to_string(limit);
+      } else {
+        terms = "not counted against maxRestarts: " +
+                (verdict.rule.empty() ? verdict.matched : verdict.rule + " matched " + verdict.matched);
+      }
+      DeletePod(pod);
+      Event("Warning", "PodRecreated",
+            DescribeFailure(pod) + "; recreating rank " + std::to_string(pod.rank) +
+                " alone once its pod is gone, the other ranks go on (" + terms + ")");
+    }
+    return false;
+  }
+
+  // Holds lone recreations until kFailureSettle after the first of their failures.
+  bool AwaitingRankZero(const std::vector<Verdict>& verdicts) {
+    std::optional<api::Time> first;
+    for (const Verdict& verdict : verdicts) {
+      const std::optional<api::Time>& at = verdict.pod->first_exit_time;
+      if (at.has_value() && (!first.has_value() || *at < *first)) {
+        first = at;
+      }
+    }
+    if (!first.has_value() || now_ >= *first + kFailureSettle) {
+      return false;
+    }
+    Requeue(std::chrono::duration_cast<seconds>(*first + kFailureSettle - now_));
+    return true;
+  }
+
+  // An elastic job whose rank 0 Pod vanished without a failure seen (a forced delete, a lost
+  // node): a new rank 0 would serve an empty store under the other ranks, so the gang restarts,
+  // counted unless rank 0 was disrupted. True when it restarted the gang or failed the job.
+  bool RankZeroLost() {
+    const std::vector<const PodView*> current = Current();
+    if (current.empty() ||
+        std::any_of(current.begin(), current.end(), [](const PodView* pod) { return pod->rank == 0; })) {
+      return false;
+    }
+    const std::string name = PodName(job_, 0, next_.restarts);
+    const std::optional<api::Disruption> disruption = AttemptDisruption();
+    const bool counted = !(disruption.has_value() && disruption->pod == name);
+    const std::string what = "rank 0 (pod " + name + ") is gone, and with it the store torchrun's rendezvous meets on";
+    const std::int64_t limit = job_.spec.run_policy.backoff_limit;
+    if (counted && next_.counted_restarts >= limit) {
+      Fail("BackoffLimitExceeded", what + "; " + std::to_string(next_.counted_restarts) + " of " +
+                                       std::to_string(limit) + " restarts used");
+      return true;
+    }
+    RestartGang(counted ? "PodLost" : "PodDisrupted", what, counted,
+                counted ? "" : "pod " + name + " was disrupted", /*preflight=*/false);
+    return true;
+  }
+
+  // Elastic jobs, once they ran: status.belowMinReplicasSince while fewer than minReplicas of the
+  // current Pods run, cleared when enough run again; the job fails after
+  // minReplicasTimeoutSeconds of it. Unset while the gang is not Running (starting, restarting).
+  // True when the job failed.
+  bool BelowMinReplicas() {
+    if (!job_.spec.elastic_policy.has_value() || !next_.IsTrue(kRunning)) {
+      next_.below_min_replicas_since.reset();
+      return false;
+    }
+    const api::ElasticPolicy& policy = *job_.spec.elastic_policy;
+    const std::vector<const PodView*> current = Current();
+    const auto running = std::count_if(current.begin(), current.end(), [](const PodView* pod) {
+      return pod->phase == "Running" && !pod->deleting && !HasFailed(*pod);
+    });
+    if (running >= policy.min_replicas) {
+      next_.below_min_replicas_since.reset();
+      return false;
+    }
+    if (!next_.below_min_replicas_since.has_value()) {
+      next_.below_min_replicas_since = now_;
+    }
+    const api::Time expiry = *next_.below_min_replicas_since + seconds(policy.min_replicas_timeout_seconds);
+    if (now_ < expiry) {
+      Requeue(std::chrono::duration_cast<seconds>(expiry - now_));
+      return false;
+    }
+    Fail("BelowMinReplicas",
+         std::to_string(running) + (running == 1 ? " pod has" : " pods have") +
+             " been running, fewer than spec.elasticPolicy.minReplicas (" + std::to_string(policy.min_replicas) +
+             "), since " + api::FormatTime(*next_.below_min_replicas_since) + ", longer than " +
+             "spec.elasticPolicy.minReplicasTimeoutSeconds (" +
+             std::to_string(policy.min_replicas_timeout_seconds) + " s)");
+    return true;
   }
 
   void CreateMissingPods(const std::map<std::string, const PodView*>& by_name) {
@@ -803,9 +988,16 @@ class Planner {
         plan_.actions.push_back(CreateObject{std::move(*group)});
       }
     }
+    // The attempt's first Pods meet in one world of spec.replicas Pods; a Pod made later in the
+    // same attempt (a scale-up, a rank recreated alone) joins the world that is already there.
+    const bool initial = std::none_of(pods_.begin(), pods_.end(), [this](const PodView& pod) {
+      return pod.attempt == next_.restarts;
+    });
+    const PreflightScope scope = initial ? PreflightScope::kJob : PreflightScope::kPod;
     const std::int64_t created = static_cast<std::int64_t>(missing.size());
     for (const std::int64_t rank : missing) {
-      plan_.actions.push_back(CreateObject{BuildPod(job_, rank, next_.restarts, *next_.ports, config_)});
+      plan_.actions.push_back(
+          CreateObject{BuildPod(job_, rank, next_.restarts, *next_.ports, config_, scope)});
     }
     if (created > 0) {
       if (!next_.start_time) {
@@ -974,7 +1166,9 @@ class Planner {
       return;
     }
     for (const PodView* pod : Current()) {
-      if (pod->disrupted) {
+      // In an elastic job only rank 0's loss brings the others down; any other rank's
+      // disruption is its own (RecoverAlone).
+      if (pod->disrupted && (pod->rank == 0 || !ElasticRecovery())) {
         next_.disruption = api::Disruption{.attempt = next_.restarts,
                                            .pod = pod->name,
                                            .reason = pod->disruption_reason,
@@ -1071,6 +1265,9 @@ class Planner {
     const std::int64_t limit = job_.spec.run_policy.backoff_limit;
     next_.restarts += 1;
     next_.counted_restarts += counted ? 1 : 0;
+    // The new attempt's torchrun agents start with maxRestarts of their own.
+    next_.elastic_restarts = 0;
+    next_.below_min_replicas_since.reset();
     // The ended attempt's failed rank joins the kept Pods; the oldest beyond the bound goes.
     FindEvidence();
     const std::vector<const PodView*> kept = EvidencePods(next_.restarts - 1);

@@ -54,17 +54,22 @@ json PortEntry(contract::PortRole role, std::int32_t port, bool host_network) {
 json TrainerEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPorts& ports,
                 const std::string& master_addr) {
   const std::int64_t nproc = job.spec.EffectiveProcessesPerReplica();
-  const std::string replicas = std::to_string(job.spec.replicas);
   const std::string rank_text = std::to_string(rank);
   const std::string master_port = std::to_string(ports.master);
-  return json::array({
+  const std::optional<api::ElasticPolicy>& elastic = job.spec.elastic_policy;
+  // An elastic job's torchrun admits min..max nodes; WORLD_SIZE and the rest say the size the Pod
+  // was created at, and torchrun gives its workers the size of each world it forms.
+  const std::string nnodes = elastic.has_value() ? std::to_string(elastic->min_replicas) + ":" +
+                                                       std::to_string(elastic->max_replicas)
+                                                 : std::to_string(job.spec.replicas);
+  json entries = json::array({
       EnvVar(env::kMasterAddr, master_addr),
       EnvVar(env::kMasterPort, master_port),
       EnvVar(env::kRank, rank_text),
       EnvVar(env::kWorldSize, std::to_string(job.spec.replicas * nproc)),
       EnvVar(env::kLocalWorldSize, std::to_string(nproc)),
       EnvVar(env::kNodeRank, rank_text),
-      EnvVar(env::kPetNnodes, replicas),
+      EnvVar(env::kPetNnodes, nnodes),
       EnvVar(env::kPetNodeRank, rank_text),
       EnvVar(env::kPetNprocPerNode, std::to_string(nproc)),
       EnvVar(env::kPetMasterAddr, master_addr),
@@ -72,6 +77,10 @@ json TrainerEnv(const api::TrainingJob& job, std::int64_t rank, const api::JobPo
       EnvVar(env::kSparePort, std::to_string(ports.spare)),
       EnvVar(env::kContractFile, std::string(contract::path::kContractFile)),
   });
+  if (elastic.has_value()) {
+    entries.push_back(EnvVar(env::kPetMaxRestarts, std::to_string(elastic->max_restarts)));
+  }
+  return entries;
 }
 
 // The names a container's own env entries set (by value or valueFrom).
@@ -152,12 +161,14 @@ json TrainerStoreEnv(const api::TrainingJob& job, std::int64_t attempt, const ap
 // What both of ringleader's containers read; `backend` is the one that container runs and `mode`
 // the part it plays (contract::mode).
 json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
-                const std::string& master_addr, api::Backend backend, std::string_view mode) {
+                const std::string& master_addr, api::Backend backend, std::string_view mode,
+                PreflightScope scope) {
   const api::TrainingJobSpec& spec = job.spec;
   const api::PreflightSpec& pf = spec.communication.preflight;
   const api::MonitorSpec& mon = spec.communication.monitor;
+  const bool elastic = spec.elastic_policy.has_value();
   auto flag = [](bool value) { return std::string(value ? "true" : "false"); };
-  return json::array({
+  json entries = json::array({
       EnvVar(env::kJobName, job.metadata.name),
       EnvVar(env::kJobNamespace, job.metadata.namespace_),
       EnvVar(env::kJobUid, job.metadata.uid),
@@ -175,7 +186,9 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       EnvVar(env::kPreflightStepFactor, std::to_string(pf.step_factor)),
       EnvVar(env::kPreflightMinBusBandwidth, std::to_string(pf.min_bus_bandwidth)),
       EnvVar(env::kPreflightTimeoutSeconds, std::to_string(pf.timeout_seconds)),
-      EnvVar(env::kMonitorEnabled, flag(mon.enabled)),
+      // An elastic job's sidecars probe no cross-Pod world: it changes under them with every
+      // scale and recreation. Its bandwidth comes from the trainers' own collectives (telemetry).
+      EnvVar(env::kMonitorEnabled, flag(mon.enabled && !elastic)),
       EnvVar(env::kMonitorIntervalSeconds, std::to_string(mon.interval_seconds)),
       EnvVar(env::kMonitorMessageBytes, std::to_string(mon.message_bytes)),
       EnvVar(env::kTokenFile, std::string(contract::path::kTokenFile)),
@@ -185,6 +198,11 @@ json SidecarEnv(const api::TrainingJob& job, std::int64_t rank, std::int64_t att
       FieldRefEnv(env::kNodeName, "spec.nodeName"),
       EnvVar(env::kMode, std::string(mode)),
   });
+  if (elastic) {
+    entries.push_back(EnvVar(env::kMaxReplicas, std::to_string(spec.elastic_policy->max_replicas)));
+    entries.push_back(EnvVar(env::kPreflightScope, scope == PreflightScope::kJob ? "Job" : "Pod"));
+  }
+  return entries;
 }
 
 json HttpProbe(std::string_view path, std::int32_t port, std::int64_t period,
@@ -246,7 +264,8 @@ json AppClaims(const json& containers) {
 }
 
 json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
-                  const std::string& master_addr, const json& app_claims, const PlannerConfig& config) {
+                  const std::string& master_addr, const json& app_claims, const PlannerConfig& config,
+                  PreflightScope scope) {
   const bool host_network = HostNetwork(job, config);
   // Without DRA the sidecar holds no device and measures the Pod network with Gloo. A DRA claim
   // can be shared by several containers, so with claims it holds the trainers' devices too.
@@ -257,8 +276,11 @@ json BuildSidecar(const api::TrainingJob& job, std::int64_t rank, std::int64_t a
   }
   // The sweep runs in the preflight container; the sidecar's buffers are the monitor's.
   runs.communication.preflight.enabled = false;
-  json env_list =
-      SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(), contract::mode::kSidecar);
+  if (job.spec.elastic_policy.has_value()) {
+    runs.communication.monitor.enabled = false;  // SidecarEnv: no monitor in elastic jobs
+  }
+  json env_list = SidecarEnv(job, rank, attempt, ports, master_addr, runs.EffectiveBackend(),
+                             contract::mode::kSidecar, scope);
   const bool serves_trainer_store = job.spec.communication.trainer_store == api::TrainerStore::kSidecar;
   if (serves_trainer_store && rank == 0) {
     env_list.push_back(EnvVar(env::kTrainerStorePort, std::to_string(ports.master)));
@@ -462,9 +484,10 @@ std::string RdmaResources(const json& devices) {
 // A regular init container, last: it runs the preflight with the trainers' devices, fabric env
 // and mounts right before they start, and its exit (0: passed) is what lets them start.
 json BuildPreflight(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt, const api::JobPorts& ports,
-                    const std::string& master_addr, const json& containers, const PlannerConfig& config) {
+                    const std::string& master_addr, const json& containers, const PlannerConfig& config,
+                    PreflightScope scope) {
   json env_list = SidecarEnv(job, rank, attempt, ports, master_addr, job.spec.EffectiveBackend(),
-                             contract::mode::kPodPreflight);
+                             contract::mode::kPodPreflight, scope);
   const json devices = DeviceAmounts(containers);
   if (const std::string rdma = RdmaResources(devices); !rdma.empty()) {
     env_list.push_back(EnvVar(env::kRdmaResources, rdma));
@@ -611,7 +634,7 @@ std::string PodName(const api::TrainingJob& job, std::int64_t rank, std::int64_t
 }
 
 json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
-              const api::JobPorts& ports, const PlannerConfig& config) {
+              const api::JobPorts& ports, const PlannerConfig& config, PreflightScope scope) {
   const json& tmpl = job.spec.template_;
   const std::string name = PodName(job, rank, attempt);
   const std::string master_addr = MasterAddr(job, config);
@@ -656,11 +679,11 @@ json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attem
   // The sidecar first (it serves the store before anyone joins), the user's init containers, and
   // the preflight last, built from the finished trainers, so the fabric is checked just before
   // they start.
-  json init = json::array({BuildSidecar(job, rank, attempt, ports, master_addr, AppClaims(containers), config)});
+  json init = json::array({BuildSidecar(job, rank, attempt, ports, master_addr, AppClaims(containers), config, scope)});
   for (const json& container : spec.value("initContainers", json::array())) {
     init.push_back(container);
   }
-  init.push_back(BuildPreflight(job, rank, attempt, ports, master_addr, containers, config));
+  init.push_back(BuildPreflight(job, rank, attempt, ports, master_addr, containers, config, scope));
   spec["initContainers"] = std::move(init);
 
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", std::move(metadata)}, {"spec", std::move(spec)}};

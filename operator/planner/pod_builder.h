@@ -43,7 +43,14 @@ std::int64_t SidecarMemoryLimitBytes(const api::TrainingJobSpec& spec);
 // order: BuildPod leaves those alone (no plugin env, no plugin mount). Empty with telemetry off.
 std::vector<std::string> TrainersWithOwnProfilerPlugin(const api::TrainingJob& job);
 
+// What a Pod's preflight covers (RINGLEADER_PREFLIGHT_SCOPE, elastic jobs only). kJob: the
+// attempt's initial Pods, created together, meet in one world of spec.replicas Pods. kPod: a Pod
+// created later in the same attempt (an elastic job's scale-up, or a rank recreated alone) joins
+// a world already training; its preflight covers its own ranks and its reach to rank 0's store.
+enum class PreflightScope { kJob, kPod };
+
 nlohmann::json BuildPod(const api::TrainingJob& job, std::int64_t rank, std::int64_t attempt,
-                        const api::JobPorts& ports, const PlannerConfig& config);
+                        const api::JobPorts& ports, const PlannerConfig& config,
+                        PreflightScope scope = PreflightScope::kJob);
 
 }  // namespace ringleader::planner

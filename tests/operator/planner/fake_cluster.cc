@@ -29,6 +29,9 @@ api::TrainingJob FakeCluster::Job() const {
   if (!errors.empty()) {
     throw std::runtime_error("FakeCluster job does not parse: " + api::JoinErrors(errors));
   }
+  if (job_edit_) {
+    job_edit_(job);
+  }
   return job;
 }
 

@@ -31,6 +31,9 @@ class FakeCluster {
   api::Time now() const { return now_; }
 
   api::TrainingJob Job() const;
+  // Applied to the job after it is parsed from job_json() on every plan: sets C++ fields
+  // directly (spec.elasticPolicy in the elastic tests).
+  void set_job_edit(std::function<void(api::TrainingJob&)> edit) { job_edit_ = std::move(edit); }
   nlohmann::json& job_json() { return job_; }
   const std::map<std::string, nlohmann::json>& pods() const { return pods_; }
   nlohmann::json& pod(const std::string& name) { return pods_.at(name); }
@@ -113,6 +116,7 @@ class FakeCluster {
   void SetInitStatus(const std::string& pod, const nlohmann::json& container_status);
 
   nlohmann::json job_;
+  std::function<void(api::TrainingJob&)> job_edit_;
   std::map<std::string, nlohmann::json> pods_;
   std::optional<nlohmann::json> service_;
   std::optional<nlohmann::json> secret_;
