@@ -367,6 +367,30 @@ SchedulingPolicy ParseSchedulingPolicy(const Reader& policy) {
   return out;
 }
 
+// spec.elasticPolicy: unset (a rigid job) when absent; minReplicas and maxReplicas are required,
+// as the CRD says.
+std::optional<ElasticPolicy> ParseElasticPolicy(const Reader& spec) {
+  if (spec.Find("elasticPolicy") == nullptr) {
+    return std::nullopt;
+  }
+  if (!spec.Find("elasticPolicy")->is_object()) {
+    spec.Object("elasticPolicy");  // records the type error
+    return std::nullopt;
+  }
+  const Reader elastic = spec.Object("elasticPolicy");
+  ElasticPolicy out;
+  for (const char* required : {"minReplicas", "maxReplicas"}) {
+    if (elastic.Find(required) == nullptr) {
+      elastic.Fail(required, "is required in an elasticPolicy");
+    }
+  }
+  elastic.Int("minReplicas", &out.min_replicas);
+  elastic.Int("maxReplicas", &out.max_replicas);
+  elastic.Int("maxRestarts", &out.max_restarts);
+  elastic.Int("minReplicasTimeoutSeconds", &out.min_replicas_timeout_seconds);
+  return out;
+}
+
 TrainingJobSpec ParseSpec(const Reader& spec) {
   TrainingJobSpec out;
   spec.Int("replicas", &out.replicas);
@@ -410,6 +434,7 @@ TrainingJobSpec ParseSpec(const Reader& spec) {
   out.run_policy.success_policy = ParseSuccessPolicy(policy);
   out.run_policy.failure_policy = ParseFailurePolicy(policy.Object("failurePolicy"));
   out.run_policy.scheduling_policy = ParseSchedulingPolicy(policy.Object("schedulingPolicy"));
+  out.elastic_policy = ParseElasticPolicy(spec);
   return out;
 }
 
@@ -674,6 +699,9 @@ TrainingJobStatus StatusFromJson(const json& status, FieldErrors* errors) {
   // Written before the failure policy existed, every restart was counted.
   out.counted_restarts = out.restarts;
   reader.Int("countedRestarts", &out.counted_restarts);
+  reader.Int("elasticRestarts", &out.elastic_restarts);
+  reader.Time("belowMinReplicasSince", &out.below_min_replicas_since);
+  reader.String("selector", &out.selector);
   reader.Time("nextRestartTime", &out.next_restart_time);
   if (reader.Find("disruption") != nullptr) {
     const Reader item = reader.Object("disruption");
@@ -746,6 +774,16 @@ json StatusToJson(const TrainingJobStatus& status) {
                      {"failed", status.replicas.failed}};
   out["restarts"] = status.restarts;
   out["countedRestarts"] = status.counted_restarts;
+  // Elastic jobs' fields, left out while empty so a rigid job's status reads as before.
+  if (status.elastic_restarts != 0) {
+    out["elasticRestarts"] = status.elastic_restarts;
+  }
+  if (status.below_min_replicas_since) {
+    out["belowMinReplicasSince"] = FormatTime(*status.below_min_replicas_since);
+  }
+  if (!status.selector.empty()) {
+    out["selector"] = status.selector;
+  }
   if (status.next_restart_time) {
     out["nextRestartTime"] = FormatTime(*status.next_restart_time);
   }
@@ -897,6 +935,16 @@ json TrainingJob::ToJson() const {
       scheduling["topology"] = {{"mode", sp.topology->mode == TopologyMode::kRequired ? "Required" : "Preferred"},
                                 {"key", sp.topology->key}};
     }
+  }
+
+  if (spec.elastic_policy.has_value()) {
+    json& elastic = ObjectAt(spec_json, "elasticPolicy");
+    elastic["minReplicas"] = spec.elastic_policy->min_replicas;
+    elastic["maxReplicas"] = spec.elastic_policy->max_replicas;
+    elastic["maxRestarts"] = spec.elastic_policy->max_restarts;
+    elastic["minReplicasTimeoutSeconds"] = spec.elastic_policy->min_replicas_timeout_seconds;
+  } else {
+    spec_json.erase("elasticPolicy");
   }
 
   if (out.contains("status") || status != TrainingJobStatus{}) {

@@ -26,6 +26,7 @@ constexpr std::size_t kMaxPodConditionPatterns = 20;
 constexpr std::size_t kMaxConditionTypeLength = 316;  // a 253-character prefix, '/', 63 characters
 constexpr std::int64_t kMaxBackoffInitialSeconds = 3600;
 constexpr std::int64_t kMaxBackoffSeconds = 86400;
+constexpr std::int64_t kMaxElasticRestarts = 10000;
 
 // Volumes the operator adds to every Pod.
 constexpr std::string_view kTokenVolume = "ringleader-token";
@@ -81,7 +82,10 @@ void CheckMetadata(const TrainingJob& job, Checker& check) {
   }
   // Pod hostnames are <name>-<rank>, a 63-character DNS label. Pod names add -attempt-<k> from the
   // first gang restart on, but a Pod name is a DNS subdomain (253 characters): no room needed here.
-  const std::size_t suffix = std::to_string(std::max<std::int64_t>(job.spec.replicas - 1, 0)).size() + 1;
+  // An elastic job's largest rank is maxReplicas - 1, whatever its size today.
+  const std::int64_t most_replicas =
+      std::max(job.spec.replicas, job.spec.elastic_policy ? job.spec.elastic_policy->max_replicas : 0);
+  const std::size_t suffix = std::to_string(std::max<std::int64_t>(most_replicas - 1, 0)).size() + 1;
   if (!IsDnsLabel(name)) {
     check.Add("metadata.name",
               "must be a DNS label (lowercase letters, digits and '-', starting with a letter), "
@@ -523,6 +527,76 @@ void CheckSchedulingPolicy(const TrainingJob& job, Checker& check) {
   }
 }
 
+// torchrun under either name: the console script, or `python -m torch.distributed.run`.
+bool LaunchesTorchrun(const json& container) {
+  for (const char* list : {"command", "args"}) {
+    const json words = container.value(list, json());
+    if (!words.is_array()) {
+      continue;
+    }
+    for (const json& word : words) {
+      if (word.is_string() && (word.get<std::string>().find("torchrun") != std::string::npos ||
+                               word.get<std::string>().find("torch.distributed.run") != std::string::npos)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// spec.elasticPolicy, as the CRD's CEL rules check it, and the trainers' torchrun, which CEL
+// cannot see (the template's containers are kept as the user wrote them).
+void CheckElasticPolicy(const TrainingJob& job, Checker& check) {
+  if (!job.spec.elastic_policy.has_value()) {
+    return;
+  }
+  const ElasticPolicy& elastic = *job.spec.elastic_policy;
+  const std::string base = "spec.elasticPolicy.";
+  check.Range(base + "minReplicas", elastic.min_replicas, 1, kMaxReplicas);
+  check.Range(base + "maxReplicas", elastic.max_replicas, 1, kMaxReplicas);
+  check.Range(base + "maxRestarts", elastic.max_restarts, 0, kMaxElasticRestarts);
+  check.Range(base + "minReplicasTimeoutSeconds", elastic.min_replicas_timeout_seconds, 1, 86400);
+  if (elastic.min_replicas > elastic.max_replicas) {
+    check.Add(base + "minReplicas", "must be at most maxReplicas (" + std::to_string(elastic.max_replicas) +
+                                        "), got " + std::to_string(elastic.min_replicas));
+  }
+  if (job.spec.replicas < elastic.min_replicas) {
+    check.Add("spec.replicas", "must be at least elasticPolicy.minReplicas (" +
+                                   std::to_string(elastic.min_replicas) + "), got " +
+                                   std::to_string(job.spec.replicas));
+  } else if (job.spec.replicas > elastic.max_replicas) {
+    check.Add("spec.replicas", "must be at most elasticPolicy.maxReplicas (" +
+                                   std::to_string(elastic.max_replicas) + "), got " +
+                                   std::to_string(job.spec.replicas));
+  }
+  const SchedulingProvider provider = job.spec.run_policy.scheduling_policy.provider;
+  if (provider != SchedulingProvider::kNone && provider != SchedulingProvider::kKueue) {
+    check.Add("spec.elasticPolicy", "elastic jobs support spec.runPolicy.schedulingPolicy.provider None and "
+                                    "Kueue only (Coscheduling, Volcano and Kubernetes are untested with elastic "
+                                    "jobs), got provider " + std::string(SchedulingProviderName(provider)));
+  }
+  if (job.spec.communication.trainer_store == TrainerStore::kTrainer) {
+    check.Add("spec.communication.trainerStore",
+              "must be Sidecar for an elastic job: torchrun's c10d rendezvous lives on the sidecar's store, "
+              "which outlives any rank; got Trainer");
+  }
+  // A container without a command runs its image's ENTRYPOINT, which cannot be seen from here:
+  // it is accepted (docs/api-reference.md says so).
+  const json pod = job.spec.template_.is_object() ? job.spec.template_.value("spec", json()) : json();
+  const json containers = pod.is_object() ? pod.value("containers", json()) : json();
+  if (!containers.is_array()) {
+    return;
+  }
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    const json& container = containers[i];
+    if (container.is_object() && container.value("command", json()).is_array() && !LaunchesTorchrun(container)) {
+      check.Add("spec.template.spec.containers[" + std::to_string(i) + "].command",
+                "elastic jobs must launch with torchrun (or python -m torch.distributed.run), which re-forms the "
+                "world when a Pod joins or leaves; neither command nor args name it");
+    }
+  }
+}
+
 }  // namespace
 
 FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
@@ -540,6 +614,7 @@ FieldErrors Validate(const TrainingJob& job, const ValidationOptions& options) {
   CheckRunPolicy(spec.run_policy, check);
   CheckFailurePolicy(spec.run_policy.failure_policy, spec.template_, check);
   CheckSchedulingPolicy(job, check);
+  CheckElasticPolicy(job, check);
   return errors;
 }
 

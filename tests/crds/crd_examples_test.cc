@@ -414,7 +414,10 @@ TEST_F(CrdTest, EverySchemaDefaultIsTheCppDefault) {
     if (!schema_default.pointer.empty()) {
       json::json_pointer parent = schema_default.pointer.parent_pointer();
       if (!raw["spec"].contains(parent)) {
-        raw["spec"][parent] = json::object();
+        // An object with required fields gets the least that is valid for a one-replica job.
+        raw["spec"][parent] = parent == json::json_pointer("/elasticPolicy")
+                                  ? json({{"minReplicas", 1}, {"maxReplicas", 1}})
+                                  : json::object();
       }
     }
     json defaulted;
