@@ -5,13 +5,20 @@ torchrun sets for each worker it starts. With TORCHELASTIC_USE_AGENT_STORE=True 
 default) every rank, rank 0 included, is a client of the store on MASTER_PORT, which rank 0's
 sidecar serves; otherwise rank 0 hosts that store itself. Every rank ends by printing a line the
 ranks can be compared by: "final steps N checksum C weights w0 w1 ...". Any failure (a peer gone,
-a port taken) ends the process non-zero, so ringleader restarts the gang."""
+a port taken) ends the process non-zero, so ringleader restarts the gang.
+
+With --checkpoint-every N under torchrun the workers also survive an elastic job's world
+re-forming: torchrun restarts every worker whenever a node joins or leaves or a worker fails, so
+each node keeps a checkpoint (step, model, optimizer) in a directory of its own every N steps, and
+at every (re)start the workers agree on the furthest step any of them holds and resume from it."""
 
 import argparse
 import datetime
 import hashlib
 import os
+import socket
 import sys
+import tempfile
 import time
 
 import torch
@@ -31,6 +38,13 @@ def parse_args():
                         help="sleep after each step, to stand for real work")
     parser.add_argument("--timeout-seconds", type=int, default=60,
                         help="how long joining the world and each collective may take")
+    parser.add_argument("--checkpoint-every", type=int, default=0,
+                        help="under torchrun: save a checkpoint every N steps (0, the default: "
+                             "never), so that a world torchrun re-forms resumes where it was")
+    parser.add_argument("--checkpoint-dir", default=os.environ.get("TRAIN_CHECKPOINT_DIR", ""),
+                        help="under torchrun: where this node keeps its checkpoint, a local directory "
+                             "(not shared storage); default $TRAIN_CHECKPOINT_DIR, else "
+                             "<tmp>/train-py/<TORCHELASTIC_RUN_ID>/<PET_LOCAL_ADDR or host name>")
     parser.add_argument("--master-port", type=int, default=0,
                         help="host the store on this port instead of using MASTER_PORT (a fixed "
                              "port, the way other operators hand one out; for comparison only)")
@@ -56,13 +70,70 @@ def batch(seed, rank, step, size):
     return x, y
 
 
+def checkpoint_path(args):
+    """This node's checkpoint file under torchrun, or None when checkpoints are off. One file per
+    node (Pod): its workers' weights are equal, so local rank 0 writes it for all of them."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    if run_id is None or args.checkpoint_every <= 0:
+        return None
+    directory = args.checkpoint_dir
+    if not directory:
+        node = os.environ.get("PET_LOCAL_ADDR") or socket.gethostname()
+        directory = os.path.join(tempfile.gettempdir(), "train-py", run_id, node)
+    return os.path.join(directory, "checkpoint.pt")
+
+
+def save_checkpoint(path, step, model, optimizer):
+    """Written whole (a rename), so a worker torchrun stops mid-save leaves the last one intact."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}.partial"
+    torch.save({"step": step, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, partial)
+    os.replace(partial, path)
+
+
+def resume(path, rank, world_size, model, optimizer):
+    """The (re)started world agrees on the furthest step any node's checkpoint holds (all_reduce
+    MAX), and the lowest rank holding it broadcasts its model and optimizer state. Returns the
+    step to continue after (0: none held)."""
+    held = None
+    if os.path.exists(path):
+        try:
+            held = torch.load(path)
+        except Exception as error:  # a damaged file counts as none, and says so
+            print(f"rank {rank}: ignoring checkpoint {path}: {type(error).__name__}: {error}", flush=True)
+    held_step = held["step"] if held else 0
+    furthest = torch.tensor([held_step], dtype=torch.int64)
+    dist.all_reduce(furthest, op=dist.ReduceOp.MAX)
+    furthest = int(furthest.item())
+    holder = torch.tensor([rank if held_step == furthest else world_size], dtype=torch.int64)
+    dist.all_reduce(holder, op=dist.ReduceOp.MIN)
+    holder = int(holder.item())
+    restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    if furthest == 0:
+        print(f"rank {rank} of {world_size}: elastic start (restart count {restart}), resuming after step 0 "
+              "(no checkpoint)", flush=True)
+        return 0
+    state = [held if rank == holder else None]
+    dist.broadcast_object_list(state, src=holder)
+    model.load_state_dict(state[0]["model"])
+    optimizer.load_state_dict(state[0]["optimizer"])
+    print(f"rank {rank} of {world_size}: elastic start (restart count {restart}), resuming after step {furthest} "
+          f"(checkpoint of rank {holder})", flush=True)
+    return furthest
+
+
 def train(args, rank, world_size):
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = torch.nn.Linear(FEATURES, 1)
-    ddp = DistributedDataParallel(model)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    checkpoint = checkpoint_path(args)
+    first = 1
+    if checkpoint is not None:
+        first = resume(checkpoint, rank, world_size, model, optimizer) + 1
+    writes_checkpoint = checkpoint is not None and os.environ.get("LOCAL_RANK", "0") == "0"
+    ddp = DistributedDataParallel(model)  # broadcasts rank 0's weights, equal by now
     loss_fn = torch.nn.MSELoss()
-    for step in range(1, args.steps + 1):
+    for step in range(first, args.steps + 1):
         x, y = batch(args.seed, rank, step, args.batch_size)
         optimizer.zero_grad()
         loss = loss_fn(ddp(x), y)
@@ -70,6 +141,8 @@ def train(args, rank, world_size):
         optimizer.step()
         if rank == 0:
             print(f"step {step} loss {loss.item():.6f}", flush=True)
+        if writes_checkpoint and (step % args.checkpoint_every == 0 or step == args.steps):
+            save_checkpoint(checkpoint, step, model, optimizer)
         if args.step_delay_ms > 0:
             time.sleep(args.step_delay_ms / 1000)
     weights = torch.cat([p.detach().flatten() for p in model.parameters()])
