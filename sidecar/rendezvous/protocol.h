@@ -19,6 +19,8 @@
 //
 // Handshake (the job token never crosses the wire; see auth.h):
 //   C->S  Hello      1  rank u32, world_size u32          (world_size >= 1, rank < world_size)
+//         world_size is the store's rank bound (the job's replicas; an elastic job's
+//         maxReplicas), the same in every client of one store; it need not be the barrier's.
 //   S->C  Challenge  2  nonce [32]
 //   C->S  Proof      3  hmac [32]   HMAC-SHA256(token, "ringleader-rendezvous-v1"||nonce||rank)
 //   S->C  Welcome    4  (empty)

@@ -125,8 +125,9 @@ HandshakeOutcome Handshake(int fd, FrameDecoder& decoder, const ClientOptions& o
   const auto refused = [](const Refused& r) {
     return HandshakeOutcome{false, !IsRetryableRefusal(r.reason), "refused: " + r.reason, {}};
   };
+  const std::uint32_t rank_bound = options.max_ranks != 0 ? options.max_ranks : options.world_size;
   Result<std::vector<Message>> challenge =
-      ExchangeFrames(fd, decoder, EncodeMessage(Hello{options.rank, options.world_size}), 1,
+      ExchangeFrames(fd, decoder, EncodeMessage(Hello{options.rank, rank_bound}), 1,
                      deadline, options.stop);
   if (!challenge) {
     return {false, false, "handshake: " + challenge.error(), {}};

@@ -27,7 +27,12 @@ struct ClientOptions {
   std::uint16_t port = 0;
   std::string token;
   std::uint32_t rank = 0;
+  // The ranks of this client's world: the store's barriers wait for them, and diagnostics
+  // (join.h, peer_diagnosis.h) read their records.
   std::uint32_t world_size = 1;
+  // The store's rank bound, sent in the Hello (ServerOptions::max_ranks); 0 means world_size.
+  // An elastic job's Pods all send its maxReplicas, whatever their world.
+  std::uint32_t max_ranks = 0;
   // The gang attempt this rank belongs to. When set, Connect leaves a store that serves another
   // attempt (kAttemptKey) and retries, as it would a refused connection: during a gang restart
   // the old rank 0 can still answer under the job's DNS name with the same token.

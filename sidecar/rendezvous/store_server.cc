@@ -169,6 +169,10 @@ class Store {
   std::optional<std::string> StartBarrier(Waiter* waiter, std::uint32_t rank,
                                           const rendezvous::Barrier& request) {
     BarrierState& barrier = barriers_[request.name];
+    if (rank >= world_size_) {
+      return ErrorReply("Barrier: rank " + std::to_string(rank) + " is not one of the " +
+                        std::to_string(world_size_) + " ranks the store's barriers wait for");
+    }
     if (barrier.complete) {
       return EncodeMessage(Ok{});
     }
@@ -332,6 +336,11 @@ std::optional<Hello> HelloFields(std::string_view payload) {
 
 class StoreServer::Core {
  public:
+  // The rank bound a Hello must carry (ServerOptions::max_ranks).
+  std::uint32_t max_ranks() const {
+    return options_.max_ranks != 0 ? options_.max_ranks : options_.world_size;
+  }
+
   explicit Core(ServerOptions options)
       : options_(std::move(options)),
         acceptor_(io_),
@@ -794,10 +803,10 @@ class StoreServer::Core::Connection final : public Waiter,
       // The fields first: Hello::Decode also rejects rank >= world_size, which is a bad rank
       // rather than a bad frame.
       if (const std::optional<Hello> fields = HelloFields(frame.payload)) {
-        if (fields->world_size != core_.options_.world_size) {
+        if (fields->world_size != core_.max_ranks()) {
           return Refuse(refusal::kWorldSizeMismatch, "world size mismatch");
         }
-        if (fields->rank >= core_.options_.world_size) {
+        if (fields->rank >= core_.max_ranks()) {
           return Refuse(refusal::kBadRank, "rank out of range");
         }
       }

@@ -35,7 +35,7 @@ namespace refusal {
 inline constexpr std::string_view kBadFrame = "bad_frame";  // bad header or undecodable handshake
 inline constexpr std::string_view kUnsupportedVersion = "unsupported_version";
 inline constexpr std::string_view kAuthenticationFailed = "authentication_failed";
-inline constexpr std::string_view kBadRank = "bad_rank";  // rank >= world_size
+inline constexpr std::string_view kBadRank = "bad_rank";  // rank >= the store's rank bound
 inline constexpr std::string_view kWorldSizeMismatch = "world_size_mismatch";
 inline constexpr std::string_view kHandshakeTimeout = "handshake_timeout";
 inline constexpr std::string_view kProtocolViolation = "protocol_violation";  // e.g. Set before auth
@@ -47,7 +47,13 @@ struct ServerOptions {
   std::string bind_address;  // "" or "0.0.0.0": all IPv4 interfaces; "::" for IPv6
   std::uint16_t port = 0;    // 0: an ephemeral port, see StoreServer::port()
   std::string token;         // the job token; empty accepts nobody
+  // The ranks a Barrier waits for (0 .. world_size-1).
   std::uint32_t world_size = 1;
+  // The store's rank bound: a Hello must carry it as its world_size and a rank below it. 0 means
+  // world_size. An elastic job's store accepts the ranks its world may grow to (maxReplicas)
+  // while its first barrier waits for the Pods it started with; a rank at or above world_size
+  // that enters a Barrier is answered Error.
+  std::uint32_t max_ranks = 0;
   // The gang attempt this store serves, answered on kAttemptKey (see protocol.h).
   std::uint32_t attempt = 0;
   // From accept to Welcome; a client that has not finished the handshake by then is closed.
@@ -99,7 +105,8 @@ struct ServerStats {
 //   CompareSet (as PyTorch's TCPStore): a missing key with empty expected, or a current value
 //     equal to expected, is set to desired; the reply is the value now stored, or expected when
 //     the key is missing and expected is not empty.
-//   Barrier{name, timeout_ms}: Ok to every waiter once all world_size ranks have entered `name`;
+//   Barrier{name, timeout_ms}: Ok to every waiter once all world_size ranks have entered `name`
+//     (a rank at or above world_size, which only max_ranks admits, is answered Error);
 //     re-entry by a rank is idempotent and a completed barrier stays completed (entering it
 //     answers Ok at once). At its own deadline a waiter gets TimedOut{"3,7"}: the ranks that have
 //     not entered, ascending. A rank that timed out or disconnected still counts as entered.

@@ -455,6 +455,51 @@ TEST(StoreServerTest, RankOutOfRangeAndWorldSizeMismatchAreRefused) {
   EXPECT_EQ(RefusedFor(server, refusal::kWorldSizeMismatch), 1U);
 }
 
+// An elastic job's store: ranks below max_ranks are admitted (they send max_ranks as the Hello's
+// world size), while a barrier waits for the world_size ranks it started with only.
+TEST(StoreServerTest, MaxRanksAdmitsRanksBeyondTheBarriersWorld) {
+  ServerOptions options = Options(2);
+  options.max_ranks = 4;
+  StoreServer server(std::move(options));
+  const auto connect = [&](std::uint32_t rank, std::uint32_t world) {
+    ClientOptions client = ClientFor(server, rank, world);
+    client.max_ranks = 4;
+    Result<std::unique_ptr<StoreClient>> connected = StoreClient::Connect(client);
+    EXPECT_TRUE(connected.ok()) << connected.error();
+    return connected.ok() ? std::move(connected).value() : nullptr;
+  };
+  auto rank0 = connect(0, 2);
+  auto rank1 = connect(1, 2);
+  ASSERT_NE(rank0, nullptr);
+  ASSERT_NE(rank1, nullptr);
+  std::optional<Result<BarrierOutcome>> first;
+  std::thread waiter([&] { first = rank0->Barrier("join", seconds(10)); });
+  ASSERT_TRUE(rank1->Barrier("join", seconds(10)).ok());
+  waiter.join();
+  ASSERT_TRUE(first->ok()) << first->error();
+  EXPECT_FALSE(first->value().timed_out);
+
+  // Rank 3 of a world grown to 4 reaches the store and its keys; a barrier is not its to enter.
+  auto rank3 = connect(3, 4);
+  ASSERT_NE(rank3, nullptr);
+  ASSERT_TRUE(rank3->Set("pod/3/reach", "here").ok());
+  EXPECT_EQ(rank0->Get("pod/3/reach").value(), std::optional<std::string>("here"));
+  EXPECT_EQ(rank0->Get(kConnectedRanksKey).value(), std::optional<std::string>("0,1,3"));
+  const Result<BarrierOutcome> outside = rank3->Barrier("join", milliseconds(0));
+  ASSERT_FALSE(outside.ok());
+  EXPECT_THAT(outside.error(), HasSubstr("rank 3 is not one of the 2 ranks"));
+
+  // The bound holds: rank 4, or a Hello without the bound, is refused.
+  {
+    RawConnection raw(server.port());
+    EXPECT_EQ(raw.Handshake(kToken, 4, 5), Message(Refused{"world size mismatch"}));
+  }
+  {
+    RawConnection raw(server.port());
+    EXPECT_EQ(raw.Handshake(kToken, 1, 2), Message(Refused{"world size mismatch"}));
+  }
+}
+
 TEST(StoreServerTest, GarbageBytesCloseOnlyThatConnection) {
   StoreServer server(Options(1));
   auto bystander = MustConnect(server, 0, 1);
