@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -239,9 +240,13 @@ class SidecarRun {
     rendezvous::ServerOptions options;
     options.port = static_cast<std::uint16_t>(config_.rendezvous_port);
     options.token = config_.token;
+    // The preflight's barrier waits for the attempt's first Pods; an elastic job's store admits
+    // the ranks its world may grow to (Pods of a scale-up join with scope Pod, no barrier).
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.max_ranks = static_cast<std::uint32_t>(config_.max_replicas);
     options.attempt = static_cast<std::uint32_t>(config_.attempt);
-    // The port is open to every Pod in the cluster, so the caps follow the world (issue 20).
+    // The port is open to every Pod in the cluster, so the caps follow the largest world (an
+    // elastic job's maxReplicas; issue 20).
     // Every local rank of every Pod holds one connection, and at startup all of them may be in
     // their handshake at once. Beyond that, a full handshake cap evicts the oldest handshake: a
     // flood has to open kHandshakeSlack connections within one rank's handshake round trip to
@@ -251,7 +256,7 @@ class SidecarRun {
     constexpr std::size_t kHandshakeSlack = 1024;
     const std::size_t per_pod = static_cast<std::size_t>(
         std::max({local_ranks_, config_.gpus_per_replica, 1}));
-    const std::size_t ranks = static_cast<std::size_t>(config_.world_size()) * per_pod;
+    const std::size_t ranks = static_cast<std::size_t>(config_.max_replicas) * per_pod;
     options.max_unauthenticated_connections = ranks + kHandshakeSlack;
     options.max_connections = 2 * ranks + options.max_unauthenticated_connections;
     options.on_refused = [this](std::string_view reason) { metrics_.CountRefusedConnection(reason); };
@@ -270,7 +275,11 @@ class SidecarRun {
                                             std::to_string(config_.rendezvous_port) + ")"
                                       : std::string()));
     }
-    Log("rendezvous store listening on port " + std::to_string(server_->port()));
+    Log("rendezvous store listening on port " + std::to_string(server_->port()) +
+        (config_.elastic ? " (elastic: Pod ranks below " + std::to_string(config_.max_replicas) +
+                               " admitted; the preflight barrier waits for " +
+                               std::to_string(config_.world_size()) + ")"
+                         : std::string()));
     if (trainer_store) {
       Log("serving the trainers' store (PyTorch's TCPStore protocol) on port " +
           std::to_string(config_.trainer_store_port));
@@ -300,6 +309,7 @@ class SidecarRun {
     options.token = config_.token;
     options.rank = static_cast<std::uint32_t>(config_.rank);
     options.world_size = static_cast<std::uint32_t>(config_.world_size());
+    options.max_ranks = static_cast<std::uint32_t>(config_.max_replicas);
     options.attempt = static_cast<std::uint32_t>(config_.attempt);
     options.deadline = deadline;
     // A SIGTERM ends its connecting and every wait within 100 ms (not at the deadline).
@@ -401,9 +411,10 @@ class SidecarRun {
   }
 
   // Global rank of local rank `local`: Pod ranks' blocks in order, so a Pod's GPUs are
-  // neighbours in the ring.
-  int GlobalRank(int local) const { return config_.rank * local_ranks_ + local; }
-  int GlobalSize() const { return config_.world_size() * local_ranks_; }
+  // neighbours in the ring. A scope-Pod preflight's world is this Pod's local ranks alone.
+  bool PodScope() const { return config_.preflight_scope == PreflightScope::kPod; }
+  int GlobalRank(int local) const { return (PodScope() ? 0 : config_.rank * local_ranks_) + local; }
+  int GlobalSize() const { return (PodScope() ? 1 : config_.world_size()) * local_ranks_; }
 
   // Local rank 0 bootstraps through the join's connection; each further one opens its own,
   // since a wait on a connection holds it and every local rank waits for the others' keys.
@@ -509,9 +520,24 @@ class SidecarRun {
           MarkReady(PreflightState::kDisabled);
         }
         StartTrainingReports();
-        return config_.monitor_enabled ? RunMonitor() : WaitForStop();
+        return MonitorRuns() ? RunMonitor() : WaitForStop();
     }
     return kExitFailure;
+  }
+
+  // The monitor's probes need a fixed world of every Pod: an elastic job's changes (the operator
+  // sets RINGLEADER_MONITOR_ENABLED=false there; this holds if it did not).
+  bool MonitorRuns() const {
+    if (!config_.monitor_enabled) {
+      return false;
+    }
+    if (config_.elastic) {
+      Log("monitor off: an elastic job's world changes while it runs (RINGLEADER_MAX_REPLICAS " +
+          std::to_string(config_.max_replicas) + "); the trainers' own collectives are still "
+          "measured");
+      return false;
+    }
+    return true;
   }
 
   void MarkReady(PreflightState state) {
@@ -581,18 +607,22 @@ class SidecarRun {
             return collectives::PreflightSweep(comm, sweep, options);
           });
         });
+    // In scope Pod the communicator ranks are this Pod's local ranks.
     const PreflightVerdict verdict =
-        JudgePreflight(rows, config_.preflight_min_bus_bandwidth, local_ranks_);
+        JudgePreflight(rows, config_.preflight_min_bus_bandwidth, PodScope() ? 1 : local_ranks_);
     PreflightResult result = CommunicatorResult();
     result.passed = verdict.passed;
-    result.reason = verdict.reason;
+    result.reason = verdict.reason.empty() || !PodScope()
+                        ? verdict.reason
+                        : "scope Pod, among this Pod's local ranks: " + verdict.reason;
     result.seconds = std::chrono::duration<double>(Clock::now() - started).count();
     result.all_reduce_bus_bandwidth = verdict.all_reduce_bus_bandwidth;
     result.slowest_rank = verdict.slowest_rank;
     result.below_floor_row = verdict.below_floor_row;
     result.rows = std::move(rows);
-    if (config_.rank == 0 || !verdict.passed) {
-      std::cout << "# ringleader preflight, " << result.backend << ", " << GlobalSize()
+    if (config_.rank == 0 || PodScope() || !verdict.passed) {
+      std::cout << "# ringleader preflight" << (PodScope() ? " (scope Pod)" : "") << ", "
+                << result.backend << ", " << GlobalSize()
                 << " ranks, " << result.seconds << " s\n"
                 << "# transport: " << result.transport << "\n"
                 << collectives::FormatTable(result.rows) << std::flush;
@@ -637,8 +667,15 @@ class SidecarRun {
       return;
     }
     MarkReady(PreflightState::kPassed);
+    if (result.rows.empty()) {
+      Log("preflight (scope " + std::string(PreflightScopeName(config_.preflight_scope)) +
+          ") passed without a sweep: " + std::to_string(result.ranks) +
+          " communicator rank(s), nothing to measure");
+      return;
+    }
     Log("preflight passed: all_reduce bus bandwidth " +
-        FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size");
+        FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size" +
+        (PodScope() ? " among this Pod's local ranks (scope Pod)" : ""));
   }
 
   // NCCL writes its INFO lines (INIT and NET: the net plugin, HCAs, interfaces, each channel's
@@ -662,14 +699,20 @@ class SidecarRun {
     PreflightResult result;
     try {
       RouteNcclDebugToRunDir();
-      const double rendezvous_seconds = Rendezvous(kPreflightPhase);
-      WriteContract();
-      MakeCommunicator(kPreflightPhase);
-      result = config_.preflight_enabled ? Sweep() : CommunicatorResult();
-      if (!config_.preflight_enabled) {
-        result.passed = true;
+      if (PodScope()) {
+        result = RunPodScopePreflight();
+      } else {
+        Log("preflight scope Job: every Pod of the attempt meets in one world of " +
+            std::to_string(config_.world_size()) + " Pods");
+        const double rendezvous_seconds = Rendezvous(kPreflightPhase);
+        WriteContract();
+        MakeCommunicator(kPreflightPhase);
+        result = config_.preflight_enabled ? Sweep() : CommunicatorResult();
+        if (!config_.preflight_enabled) {
+          result.passed = true;
+        }
+        result.rendezvous_seconds = rendezvous_seconds;
       }
-      result.rendezvous_seconds = rendezvous_seconds;
     } catch (const std::exception& error) {
       if (stop_.load()) {
         return Stopped(error.what());  // no result: the preflight did not finish
@@ -688,14 +731,115 @@ class SidecarRun {
       Log((result.enabled && !result.rows.empty() ? "preflight failed: " : "failed: ") + result.reason);
       return kExitFailure;
     }
-    Log(result.enabled ? "preflight passed: all_reduce bus bandwidth " +
-                             FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) +
-                             " at the largest size"
-                       : "preflight disabled; rendezvous complete");
+    if (!result.enabled) {
+      Log(PodScope() ? "preflight disabled; rank 0's store reached" : "preflight disabled; rendezvous complete");
+    } else if (result.rows.empty()) {
+      Log("preflight (scope Pod) passed without a sweep: rank 0's store reached, this Pod's "
+          "communicator up");
+    } else {
+      Log("preflight passed: all_reduce bus bandwidth " +
+          FormatBandwidth(result.all_reduce_bus_bandwidth.value_or(0)) + " at the largest size" +
+          (PodScope() ? " among this Pod's local ranks (scope Pod)" : ""));
+    }
     return kExitOk;
   }
 
   std::string PreflightResultPath() const { return config_.run_dir + "/preflight.json"; }
+
+  // Scope Pod: a Pod joining an elastic job's running world (a scale-up, or a lost Pod made
+  // again) has no one to meet at a barrier: the others passed theirs and train. It proves the
+  // part of its fabric the job needs before its trainers join torchrun's rendezvous (rank 0's
+  // store, with the job token) and measures its own local ranks; its collectives with the other
+  // Pods are the trainers', measured by the profiler plugin.
+  PreflightResult RunPodScopePreflight() {
+    // Fresh keys for each run of a Pod: a rank made again must not read its predecessor's.
+    const std::string prefix = "pod-scope/" + std::to_string(config_.rank) + "/" + RandomHex() + "/";
+    Log("preflight scope Pod: this Pod's " + std::to_string(local_ranks_) +
+        " local rank(s) form the world, with no barrier with the running one; first a round trip "
+        "to rank 0's store at " + RankZeroStore());
+    const double reach_seconds = ReachRankZero(prefix);
+    WriteContract();
+    MakeCommunicator(prefix);
+    PreflightResult result;
+    if (!config_.preflight_enabled) {
+      result = CommunicatorResult();
+      result.passed = true;
+    } else if (GlobalSize() < 2) {
+      // all_reduce over one rank moves no data (bus bandwidth 0 by definition): no figure.
+      Log("scope Pod with one local rank: no sweep (a 1-rank all_reduce measures nothing); this "
+          "preflight proved rank 0's store and this Pod's communicator");
+      result = CommunicatorResult();
+      result.passed = true;
+    } else {
+      result = Sweep();
+    }
+    result.rendezvous_seconds = reach_seconds;
+    return result;
+  }
+
+  std::string RankZeroStore() const {
+    return config_.rendezvous_addr + ":" + std::to_string(config_.rendezvous_port);
+  }
+
+  static std::string RandomHex() {
+    std::random_device random;
+    char text[17];
+    std::snprintf(text, sizeof(text), "%08x%08x", random(), random());
+    return text;
+  }
+
+  // Connects to rank 0's store (the job token's handshake, the attempt checked), sets a key
+  // under `prefix` and reads it back, then reads rank 0's address from its record (published by
+  // its preflight container's rendezvous) for the contract; all within the preflight timeout.
+  // Returns the seconds it took; throws naming rank 0 and its address.
+  double ReachRankZero(const std::string& prefix) {
+    phase_ = prefix;
+    const auto started = Clock::now();
+    const auto deadline = started + config_.preflight_timeout;
+    const auto fail = [&](const std::string& what) -> void {
+      throw RunFailure("scope Pod: this Pod cannot reach rank 0's store at " + RankZeroStore() +
+                       " (RINGLEADER_RENDEZVOUS_ADDR:RINGLEADER_RENDEZVOUS_PORT) within the "
+                       "preflight timeout of " + std::to_string(config_.preflight_timeout.count()) +
+                       " s: " + what);
+    };
+    auto connected = rendezvous::StoreClient::Connect(StoreClientOptions(deadline));
+    if (!connected) {
+      fail(connected.error());
+    }
+    client_ = std::move(connected).value();
+    const std::string key = prefix + "reach";
+    const std::string value = OwnAddress() + " " + config_.pod_name;
+    if (auto set = client_->Set(key, value); !set) {
+      fail(set.error());
+    }
+    auto got = client_->Get(key);
+    if (!got) {
+      fail(got.error());
+    }
+    if (got.value() != value) {
+      fail("the key " + key + " read back " + (got.value() ? "\"" + *got.value() + "\"" : "missing") +
+           ", not the value just set");
+    }
+    const std::string record = rendezvous::RankRecordKey("ranks/", 0);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    auto published = client_->Wait({record}, std::max(left, std::chrono::milliseconds(1)));
+    if (!published) {
+      fail(published.error());
+    }
+    if (published.value().timed_out) {
+      fail("rank 0 has not published its address (" + record + ") in this attempt's store");
+    }
+    auto master = client_->Get(record);
+    if (!master || !master.value()) {
+      fail(master ? "rank 0's record " + record + " vanished" : master.error());
+    }
+    master_addr_ = *master.value();
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    Log("reached rank 0's store at " + RankZeroStore() + " in " + std::to_string(seconds) +
+        " s: authenticated with the job token, a set and get round trip under " + prefix +
+        "; rank 0 at " + master_addr_);
+    return seconds;
+  }
 
   // The native sidecar of an operator-made Pod: the store (rank 0) and the endpoints for the
   // job's life, the preflight container's result, then a monitor of its own.
@@ -719,8 +863,9 @@ class SidecarRun {
       // the others' peer diagnosis, and the trainers start after the preflight anyway.
       StartTrainingReports();
     }
-    if (!result->passed || !config_.monitor_enabled) {
-      // A failed Pod is stopped by the kubelet; until then /readyz and /metrics say why.
+    if (!result->passed || !MonitorRuns()) {
+      // A failed Pod is stopped by the kubelet; until then /readyz and /metrics say why. Rank 0
+      // serves its stores (server_'s thread) until then.
       return WaitForStop();
     }
     const double seconds = Rendezvous(kMonitorPhase);
@@ -798,6 +943,9 @@ class SidecarRun {
     while (!reporter_wake_.wait_for(lock, config_.profiler_interval, [this] { return reporter_stop_; })) {
       lock.unlock();
       const std::string error = ReportTraining(store);
+      if (!error.empty() && stop_.load()) {
+        break;  // the SIGTERM cut the round short: nothing failed
+      }
       if (!error.empty()) {
         store.reset();
         if (!failing) {
@@ -833,10 +981,12 @@ class SidecarRun {
     if (config_.rank != 0) {
       return "";
     }
+    // An elastic job's world is any of ranks 0 .. maxReplicas-1 at a time: every possible
+    // rank's key is read, and an absent one is simply not compared.
     std::map<int, std::string> reports;
-    for (int first = 0; first < config_.world_size(); first += kReportBatch) {
+    for (int first = 0; first < config_.max_replicas; first += kReportBatch) {
       std::vector<std::string> keys;
-      for (int rank = first; rank < std::min(first + kReportBatch, config_.world_size()); ++rank) {
+      for (int rank = first; rank < std::min(first + kReportBatch, config_.max_replicas); ++rank) {
         keys.push_back(TrainingReportKey(rank));
       }
       const auto values = store->MultiGet(keys);
@@ -849,6 +999,11 @@ class SidecarRun {
         }
       }
     }
+    if (config_.elastic) {
+      if (const std::string error = KeepConnectedRanks(*store, reports); !error.empty()) {
+        return error;
+      }
+    }
     const std::map<int, TrainingReport> decoded = DecodeTrainingReports(reports);
     std::optional<contract::StallSummary> stall = FindStall(
         decoded, NowUnixMs(), StallOptions{.stall_after = config_.stall_seconds, .attempt = config_.attempt});
@@ -858,6 +1013,25 @@ class SidecarRun {
       summary_.training = std::move(training);
     }
     summary_.stall = std::move(stall);  // cleared as soon as the missing ranks catch up
+    return "";
+  }
+
+  // An elastic job's Pods come and go, and a removed rank's last report stays in the store:
+  // only the ranks whose sidecar holds a connection to the store now (its report connection)
+  // are compared, so a scaled-down rank leaves the comparison within one interval. "" or what
+  // failed.
+  static std::string KeepConnectedRanks(rendezvous::StoreClient& store,
+                                        std::map<int, std::string>& reports) {
+    const auto connected = store.Get(rendezvous::kConnectedRanksKey);
+    if (!connected) {
+      return connected.error();
+    }
+    const std::vector<std::uint32_t> ranks =
+        rendezvous::ParseMissingRanks(connected.value().value_or(""));
+    std::erase_if(reports, [&](const auto& entry) {
+      return std::find(ranks.begin(), ranks.end(), static_cast<std::uint32_t>(entry.first)) ==
+             ranks.end();
+    });
     return "";
   }
 
@@ -1035,6 +1209,9 @@ class SidecarRun {
 
   // Turns a collective's failure into a message naming the rank that died (peer_diagnosis.h).
   std::string DiagnosePeerFailure(const std::string& what, const std::string& error) {
+    if (PodScope()) {
+      return what + " failed among this Pod's own ranks: " + error;  // no other Pod takes part
+    }
     const auto diagnosis = rendezvous::DiagnosePeers(*client_, phase_);
     return what + " failed: " +
            rendezvous::DescribePeerDiagnosis(diagnosis, static_cast<std::uint32_t>(config_.world_size())) +

@@ -21,7 +21,7 @@ namespace {
 namespace cenv = contract::env;
 
 // Bounds shared with the operator's validation of the TrainingJob spec.
-constexpr std::int64_t kMaxReplicas = 16384;
+constexpr std::int64_t kReplicaLimit = 16384;
 constexpr std::int64_t kMaxGpusPerReplica = 64;
 constexpr std::int64_t kMinMessageBytes = 4;  // one float32 element
 constexpr std::int64_t kMaxPreflightBytes = std::int64_t{16} << 30;
@@ -193,6 +193,15 @@ Mode ParseMode(const std::string& text, const std::string& where) {
   Fail(where, Quoted(text) + " is not one of run, preflight, monitor, pairwise, sidecar, pod-preflight");
 }
 
+PreflightScope ParsePreflightScope(const std::string& text, const std::string& where) {
+  for (const PreflightScope scope : {PreflightScope::kJob, PreflightScope::kPod}) {
+    if (text == PreflightScopeName(scope)) {
+      return scope;
+    }
+  }
+  Fail(where, Quoted(text) + " is not one of Job, Pod");
+}
+
 std::string ShowBool(bool value) { return value ? "true" : "false"; }
 
 const std::vector<Setting>& Settings() {
@@ -209,11 +218,24 @@ const std::vector<Setting>& Settings() {
        [](S text, S where, C& c) { c.job_uid = Word(text, "a uid", where); },
        [](const C& c) { return c.job_uid; }},
       {"rank", cenv::kSidecarRank, "N", "this replica's rank, below the replica count", true,
-       [](S text, S where, C& c) { c.rank = IntIn(text, 0, kMaxReplicas - 1, where); },
+       [](S text, S where, C& c) { c.rank = IntIn(text, 0, kReplicaLimit - 1, where); },
        [](const C&) { return std::string(); }},
       {"replicas", cenv::kReplicas, "N", "replicas in the job (the sidecars' world size)", true,
-       [](S text, S where, C& c) { c.replicas = IntIn(text, 1, kMaxReplicas, where); },
+       [](S text, S where, C& c) { c.replicas = IntIn(text, 1, kReplicaLimit, where); },
        [](const C&) { return std::string(); }},
+      {"max-replicas", cenv::kMaxReplicas, "N",
+       "an elastic job's most replicas, at least the replica count; rank 0's store accepts ranks "
+       "below it (default: the replica count, a rigid job)", false,
+       [](S text, S where, C& c) {
+         c.max_replicas = IntIn(text, 1, kReplicaLimit, where);
+         c.elastic = true;
+       },
+       [](const C&) { return std::string(); }},
+      {"preflight-scope", cenv::kPreflightScope, "Job|Pod",
+       "Job: every Pod of the attempt meets in one world; Pod: this Pod's own ranks, and a round "
+       "trip to rank 0's store (a Pod joining an elastic job's running world)", false,
+       [](S text, S where, C& c) { c.preflight_scope = ParsePreflightScope(text, where); },
+       [](const C& c) { return std::string(PreflightScopeName(c.preflight_scope)); }},
       {"attempt", cenv::kAttempt, "N",
        "the gang attempt this Pod was created for; rank 0's store must serve it", false,
        [](S text, S where, C& c) {
@@ -459,6 +481,10 @@ std::string_view BackendName(Backend backend) {
   return "auto";
 }
 
+std::string_view PreflightScopeName(PreflightScope scope) {
+  return scope == PreflightScope::kPod ? "Pod" : "Job";
+}
+
 std::string_view ModeName(Mode mode) {
   switch (mode) {
     case Mode::kRun: return "run";
@@ -537,6 +563,32 @@ SidecarConfig ParseSidecarConfig(const std::vector<std::string>& args, const Env
   if (config.rank >= config.replicas) {
     Fail(sources["rank"], std::to_string(config.rank) + " is not below " + sources["replicas"] +
                               " (" + std::to_string(config.replicas) + ")");
+  }
+  if (!config.elastic) {
+    config.max_replicas = config.replicas;
+  } else if (config.max_replicas < config.replicas) {
+    Fail(sources["max-replicas"], std::to_string(config.max_replicas) + " is below " +
+                                      sources["replicas"] + " (" +
+                                      std::to_string(config.replicas) + ")");
+  }
+  if (config.preflight_scope == PreflightScope::kPod) {
+    // Rank 0's failure restarts the gang, so rank 0 always starts a world: scope Job.
+    if (config.rank == 0) {
+      Fail(sources["preflight-scope"], "Pod, but " + sources["rank"] +
+                                           " is 0: rank 0 serves the store and always runs the "
+                                           "Job-scope preflight");
+    }
+    if (!config.elastic) {
+      Fail(sources["preflight-scope"], "Pod, but " + sources["max-replicas"] +
+                                           " is not set: only an elastic job's Pods join a "
+                                           "running world");
+    }
+    if (config.mode != Mode::kPodPreflight && config.mode != Mode::kSidecar) {
+      Fail(sources["preflight-scope"],
+           "Pod, but " + sources["mode"] + " is " + std::string(ModeName(config.mode)) +
+               ": only an operator-made Pod's containers (sidecar, pod-preflight) join a running "
+               "world");
+    }
   }
   if (config.trainer_store_port != 0 && config.trainer_store_port == config.rendezvous_port) {
     Fail(sources["trainer-store-port"], std::to_string(config.trainer_store_port) + " is " +

@@ -40,7 +40,13 @@ enum class Backend : std::uint8_t { kAuto, kGloo, kNccl };
 // runs the preflight (or, disabled, only the rendezvous), writes its result and exits.
 enum class Mode : std::uint8_t { kRun, kPreflight, kMonitor, kPairwise, kSidecar, kPodPreflight };
 
+// What the preflight covers (contract::env::kPreflightScope): kJob, every Pod of the attempt in
+// one world of `replicas` Pods; kPod, a Pod that joins an elastic job's running world: its own
+// local ranks only, and a round trip to rank 0's store.
+enum class PreflightScope : std::uint8_t { kJob, kPod };
+
 std::string_view BackendName(Backend backend);  // "auto", "gloo", "nccl"
+std::string_view PreflightScopeName(PreflightScope scope);  // "Job", "Pod"
 std::string_view ModeName(Mode mode);  // "run", "preflight", ..., "sidecar", "pod-preflight"
 
 // The largest token file accepted; a job token is 32-64 bytes.
@@ -52,6 +58,13 @@ struct SidecarConfig {
   std::string job_uid;
   int rank = 0;      // required; below replicas
   int replicas = 0;  // required; the sidecars' world size
+  // An elastic job's most replicas (RINGLEADER_MAX_REPLICAS, at least replicas): rank 0's store
+  // accepts Pod ranks below it and sizes its caps for it, and rank 0 reads that many ranks'
+  // training reports. Equal to replicas when unset; `elastic` says it was set.
+  int max_replicas = 0;
+  bool elastic = false;
+  // kPod only on ranks above 0, in the sidecar and pod-preflight modes.
+  PreflightScope preflight_scope = PreflightScope::kJob;
   int attempt = 0;   // the gang attempt (a restart makes a new one); rank 0's store must serve it
   int gpus_per_replica = 0;
   // Ranks this sidecar drives in the probe communicator (one thread each; with nccl, local rank

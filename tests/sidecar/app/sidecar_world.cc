@@ -99,6 +99,11 @@ std::map<std::string, std::string> SidecarWorld::RankEnv(int rank,
   for (const auto& [name, value] : options_.env) {
     env[name] = value;
   }
+  if (const auto own = options_.rank_env.find(rank); own != options_.rank_env.end()) {
+    for (const auto& [name, value] : own->second) {
+      env[name] = value;
+    }
+  }
   return env;
 }
 

@@ -19,6 +19,10 @@ struct SidecarWorldOptions {
   std::string mode = "preflight";
   // Added to (and overriding) every rank's environment.
   std::map<std::string, std::string> env = {};
+  // Added to (and overriding) one rank's environment, after `env`: e.g. an elastic job's rank
+  // that joins later with a larger RINGLEADER_REPLICAS. world_size is then how many ranks the
+  // world has ports and run dirs for.
+  std::map<int, std::map<std::string, std::string>> rank_env = {};
   int rendezvous_timeout_seconds = 30;
 };
 

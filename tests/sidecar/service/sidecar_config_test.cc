@@ -458,6 +458,66 @@ TEST(SidecarConfigTest, ArgumentsThatAreNotKnownFlagsAreErrors) {
   EXPECT_EQ(ErrorFor(OperatorEnv(), {"run"}), "unexpected argument \"run\" (flags start with --)");
 }
 
+TEST(SidecarConfigTest, ARigidJobsMaxReplicasIsItsReplicasAndItsScopeJob) {
+  const SidecarConfig config = Parse(OperatorEnv());
+  EXPECT_EQ(config.max_replicas, 4);
+  EXPECT_FALSE(config.elastic);
+  EXPECT_EQ(config.preflight_scope, PreflightScope::kJob);
+}
+
+// What the operator adds for an elastic job's Pod of a scale-up: rank 4 of 5 joins alone.
+Env ElasticScaleUpEnv() {
+  Env env = With(With(OperatorEnv(), "RINGLEADER_RANK", "4"), "RINGLEADER_REPLICAS", "5");
+  env["RINGLEADER_MAX_REPLICAS"] = "8";
+  env["RINGLEADER_PREFLIGHT_SCOPE"] = "Pod";
+  env["RINGLEADER_MONITOR_ENABLED"] = "false";
+  env["RINGLEADER_MODE"] = "pod-preflight";
+  return env;
+}
+
+TEST(SidecarConfigTest, ReadsAnElasticPodsMaxReplicasAndScope) {
+  const SidecarConfig config = Parse(ElasticScaleUpEnv());
+  EXPECT_EQ(config.rank, 4);
+  EXPECT_EQ(config.replicas, 5);
+  EXPECT_EQ(config.world_size(), 5);
+  EXPECT_EQ(config.max_replicas, 8);
+  EXPECT_TRUE(config.elastic);
+  EXPECT_EQ(config.preflight_scope, PreflightScope::kPod);
+  // Flags win, as for every setting.
+  const SidecarConfig flagged =
+      Parse(ElasticScaleUpEnv(), {"--max-replicas", "5", "--preflight-scope=Job"});
+  EXPECT_EQ(flagged.max_replicas, 5);
+  EXPECT_EQ(flagged.preflight_scope, PreflightScope::kJob);
+}
+
+TEST(SidecarConfigTest, MaxReplicasBelowTheReplicasOrNotANumberIsNamed) {
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_MAX_REPLICAS", "3")),
+            "RINGLEADER_MAX_REPLICAS: 3 is below RINGLEADER_REPLICAS (4)");
+  EXPECT_EQ(ErrorFor(OperatorEnv(), {"--max-replicas=2"}),
+            "--max-replicas: 2 is below RINGLEADER_REPLICAS (4)");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_MAX_REPLICAS", "many")),
+            "RINGLEADER_MAX_REPLICAS: \"many\" is not an integer");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_MAX_REPLICAS", "0")),
+            "RINGLEADER_MAX_REPLICAS: 0 is not between 1 and 16384");
+  EXPECT_EQ(ErrorFor(With(OperatorEnv(), "RINGLEADER_MAX_REPLICAS", "4")), "");
+}
+
+TEST(SidecarConfigTest, ABadPreflightScopeIsNamed) {
+  EXPECT_EQ(ErrorFor(With(ElasticScaleUpEnv(), "RINGLEADER_PREFLIGHT_SCOPE", "pod")),
+            "RINGLEADER_PREFLIGHT_SCOPE: \"pod\" is not one of Job, Pod");
+  EXPECT_EQ(ErrorFor(ElasticScaleUpEnv(), {"--preflight-scope", "Node"}),
+            "--preflight-scope: \"Node\" is not one of Job, Pod");
+  // Rank 0 serves the store; its loss restarts the gang, so it never joins a running world.
+  EXPECT_EQ(ErrorFor(With(ElasticScaleUpEnv(), "RINGLEADER_RANK", "0")),
+            "RINGLEADER_PREFLIGHT_SCOPE: Pod, but RINGLEADER_RANK is 0: rank 0 serves the store "
+            "and always runs the Job-scope preflight");
+  EXPECT_THAT(ErrorFor(Without(ElasticScaleUpEnv(), "RINGLEADER_MAX_REPLICAS")),
+              StartsWith("RINGLEADER_PREFLIGHT_SCOPE: Pod, but RINGLEADER_MAX_REPLICAS is not set"));
+  EXPECT_THAT(ErrorFor(With(ElasticScaleUpEnv(), "RINGLEADER_MODE", "run")),
+              StartsWith("RINGLEADER_PREFLIGHT_SCOPE: Pod, but RINGLEADER_MODE is run"));
+  EXPECT_EQ(ErrorFor(With(ElasticScaleUpEnv(), "RINGLEADER_MODE", "sidecar")), "");
+}
+
 TEST(SidecarConfigTest, TheTokenLosesOneTrailingNewlineOnly) {
   const auto token = [](const std::string& content) {
     return Parse(With(OperatorEnv(), "RINGLEADER_TOKEN_FILE", WriteFile("t", content))).token;
