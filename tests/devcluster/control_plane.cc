@@ -71,10 +71,15 @@ std::unique_ptr<ControlPlane> ControlPlane::Start(const ControlPlaneOptions& opt
   const std::filesystem::path& dir = options.dir;
   std::filesystem::create_directories(dir / "etcd");
 
-  // The API server's certificate also names the in-cluster Service, as a real one does.
-  const Certificates certs = GenerateCertificates(
-      {"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-       "kubernetes.default.svc.cluster.local", "10.96.0.1"});
+  // The API server's certificate also names the in-cluster Service, as a real one does, and the
+  // addresses Pods reach it at.
+  std::vector<std::string> serving_names = {"127.0.0.1",          "localhost",
+                                            "kubernetes",         "kubernetes.default",
+                                            "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+                                            "10.96.0.1"};
+  serving_names.insert(serving_names.end(), options.extra_serving_addresses.begin(),
+                       options.extra_serving_addresses.end());
+  const Certificates certs = GenerateCertificates(serving_names);
   plane->ca_pem_ = certs.ca_cert_pem;
   plane->serving_cert_pem_ = certs.server_cert_pem;
   plane->serving_key_pem_ = certs.server_key_pem;
@@ -139,7 +144,7 @@ std::unique_ptr<ControlPlane> ControlPlane::Start(const ControlPlaneOptions& opt
       "--service-account-signing-key-file=" + (dir / "service-account.key").string(),
       "--service-cluster-ip-range=10.96.0.0/16",
       // The server's loopback address is no endpoint for the kubernetes Service; Pods reach the
-      // server through their node agent's environment instead.
+      // server through a relay their node agent names in their environment instead.
       "--endpoint-reconciler-type=none",
       "--allow-privileged=true",
       // pods/log reaches the node agents at their InternalIP (127.0.0.1) and kubelet port.

@@ -29,6 +29,9 @@ struct ControlPlaneOptions {
   // TopologyAwareWorkloadScheduling=true, which every control plane runs with (kube-apiserver
   // serves scheduling.k8s.io/v1beta1 too) for Kubernetes' own gang scheduling.
   std::vector<std::string> feature_gates;
+  // More addresses for the API server's serving certificate, besides 127.0.0.1 and the
+  // `kubernetes` Service's names: where a relay (tcp_relay.h) lets Pods reach it.
+  std::vector<std::string> extra_serving_addresses;
   // More kube-apiserver flags ("--runtime-config=...").
   std::vector<std::string> extra_apiserver_args;
   std::chrono::seconds start_timeout{180};
@@ -44,6 +47,7 @@ class ControlPlane {
   ControlPlane& operator=(const ControlPlane&) = delete;
 
   std::string url() const;  // https://127.0.0.1:PORT
+  int port() const { return port_; }
   std::string ca_pem() const { return ca_pem_; }
   // A cluster-admin (group system:masters) token.
   std::string admin_token() const { return admin_token_; }

@@ -9,6 +9,7 @@
 #include "tests/devcluster/fault_proxy.h"
 #include "tests/devcluster/kubeconfig.h"
 #include "tests/devcluster/kueue.h"
+#include "tests/devcluster/tcp_relay.h"
 #include "tests/devcluster/kubelet/cluster_dns.h"
 #include "tests/devcluster/kubelet/kubelet.h"
 #include "tests/devcluster/kubelet/node_heartbeat.h"
@@ -48,7 +49,20 @@ std::unique_ptr<DevCluster> DevCluster::Start(const Options& options) {
     }
   }
   plane.feature_gates = options.feature_gates;
+  if (options.run_pods) {
+    // Before the control plane: its serving certificate names this machine's address on the Pods'
+    // bridge, where the relay for the Pods listens.
+    cluster->StartPodNetwork();
+    if (cluster->network_) {
+      plane.extra_serving_addresses.push_back(cluster->network_->ConnectHost().ip);
+    }
+  }
   cluster->control_plane_ = ControlPlane::Start(plane);
+  if (cluster->network_) {
+    // The API server listens on loopback, which Pods in their own namespaces cannot reach.
+    cluster->api_relay_ = std::make_unique<TcpRelay>(cluster->network_->ConnectHost().ip, "127.0.0.1",
+                                                     cluster->control_plane_->port());
+  }
   cluster->kubeconfig_path_ = WriteClientFiles(cluster->dir_.string(), cluster->control_plane_->url(),
                                                cluster->control_plane_->ca_pem(),
                                                cluster->control_plane_->admin_token());
@@ -79,10 +93,7 @@ std::unique_ptr<DevCluster> DevCluster::Start(const Options& options) {
   return cluster;
 }
 
-void DevCluster::StartNodeAgents() {
-  const std::filesystem::path root =
-      options_.pods_dir.empty() ? dir_ / "kubelet" : std::filesystem::path(options_.pods_dir);
-  std::filesystem::create_directories(root);
+void DevCluster::StartPodNetwork() {
   std::string why;
   if (kubelet::PodNetwork::Supported(&why)) {
     kubelet::NetworkOptions network;
@@ -92,6 +103,12 @@ void DevCluster::StartNodeAgents() {
     network.connect_host = true;
     network_ = kubelet::PodNetwork::Create(network);
   }
+}
+
+void DevCluster::StartNodeAgents() {
+  const std::filesystem::path root =
+      options_.pods_dir.empty() ? dir_ / "kubelet" : std::filesystem::path(options_.pods_dir);
+  std::filesystem::create_directories(root);
   // Before the agents: isolated Pods bind-mount its hosts file.
   dns_ = std::make_unique<kubelet::ClusterDns>(ConfigFor(*control_plane_, control_plane_->admin_token()),
                                                root / "hosts");
@@ -104,6 +121,9 @@ void DevCluster::StartNodeAgents() {
     }
     agent.fallback_node_number = static_cast<int>(i) + 1;
     agent.on_pod_network_for_test = options_.on_pod_network_for_test;
+    // Without a Pod network, Pods share this machine's namespace and reach loopback.
+    agent.api_server_host = api_relay_ ? network_->ConnectHost().ip : "127.0.0.1";
+    agent.api_server_port = api_relay_ ? api_relay_->port() : control_plane_->port();
     agents_.push_back(std::make_unique<kubelet::Kubelet>(
         ConfigFor(*control_plane_, control_plane_->node_token(node.name)), node, network_.get(), dns_->hosts_file(),
         std::move(agent)));
@@ -146,6 +166,9 @@ void DevCluster::Stop() {
   if (network_) {
     network_->Destroy();
     network_.reset();
+  }
+  if (api_relay_) {
+    api_relay_->Stop();
   }
   if (proxy_) {
     proxy_->Stop();

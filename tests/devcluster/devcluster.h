@@ -48,6 +48,7 @@ struct Options {
 class ControlPlane;
 class FaultProxy;
 class Kueue;
+class TcpRelay;
 namespace kubelet {
 class ClusterDns;
 class Kubelet;
@@ -88,6 +89,7 @@ class DevCluster {
 
  private:
   DevCluster();
+  void StartPodNetwork();
   void StartNodeAgents();
   void WaitForSchedulableNodes(std::chrono::steady_clock::time_point deadline);
 
@@ -98,6 +100,7 @@ class DevCluster {
   std::unique_ptr<ControlPlane> control_plane_;
   std::unique_ptr<FaultProxy> proxy_;
   std::unique_ptr<kubelet::PodNetwork> network_;
+  std::unique_ptr<TcpRelay> api_relay_;  // the Pods' way to the API server, with network_
   std::unique_ptr<kubelet::ClusterDns> dns_;
   std::vector<std::unique_ptr<kubelet::Kubelet>> agents_;
   std::unique_ptr<Kueue> kueue_;

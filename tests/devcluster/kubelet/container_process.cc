@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -37,6 +38,9 @@ struct MountStep {
   std::string source;
   std::string target;
   unsigned long remount_flags;  // 0: stays writable
+  // /proc/self/fd/N for the source, which the child opens before its first mount and binds from:
+  // an earlier mount (a volume on /tmp) may hide the source's path.
+  std::array<char, 32> bind_from = {};
 };
 
 // Everything the child needs, built before fork.
@@ -178,8 +182,25 @@ void ResetSignals() {
   }
 }
 
-// Runs in the forked child: system calls only, no allocation.
-[[noreturn]] void RunChild(const ChildPlan& plan, int error_fd) {
+// "/proc/self/fd/<fd>" into `out`, without allocating (the forked child's rule).
+void ProcFdPath(int fd, std::array<char, 32>& out) {
+  static constexpr char kPrefix[] = "/proc/self/fd/";
+  std::size_t length = sizeof kPrefix - 1;
+  std::memcpy(out.data(), kPrefix, length);
+  char digits[12];
+  std::size_t count = 0;
+  do {
+    digits[count++] = static_cast<char>('0' + fd % 10);
+    fd /= 10;
+  } while (fd > 0);
+  while (count > 0) {
+    out[length++] = digits[--count];
+  }
+  out[length] = '\0';
+}
+
+// Runs in the forked child (its own copy of the plan): system calls only, no allocation.
+[[noreturn]] void RunChild(ChildPlan& plan, int error_fd) {
   auto fail = [error_fd](int step) {
     const ChildError report{step, errno};
     [[maybe_unused]] const ssize_t written = write(error_fd, &report, sizeof report);
@@ -205,10 +226,18 @@ void ResetSignals() {
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
       fail(kMakePrivate);
     }
+    // Every source is opened before the first mount can hide it; the fds close at exec.
+    for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
+      const int source = open(plan.mounts[i].source.c_str(), O_PATH | O_CLOEXEC);
+      if (source < 0) {
+        fail(kFirstMount + static_cast<int>(2 * i));
+      }
+      ProcFdPath(source, plan.mounts[i].bind_from);
+    }
     for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
       const MountStep& step = plan.mounts[i];
       const int bind_step = kFirstMount + static_cast<int>(2 * i);
-      if (mount(step.source.c_str(), step.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      if (mount(step.bind_from.data(), step.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
         fail(bind_step);
       }
       if (step.remount_flags != 0 && mount(nullptr, step.target.c_str(), nullptr, step.remount_flags, nullptr) != 0) {

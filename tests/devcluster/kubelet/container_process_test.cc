@@ -368,6 +368,29 @@ TEST(ContainerProcessIsolationTest, HostsFileReplacesEtcHostsInsideOnly) {
   EXPECT_EQ(ReadFile("/etc/hosts"), host_hosts);
 }
 
+// The chart's operator mounts an emptyDir on /tmp while devcluster's data dir, where every
+// volume's source and the hosts file live, was under /tmp: binding by path then found nothing.
+TEST(ContainerProcessIsolationTest, AVolumeOverTheSourcesDirectoryHidesNoOtherMount) {
+  if (!Isolated()) {
+    GTEST_SKIP() << "needs root with mount namespaces";
+  }
+  TempDir scratch;
+  TempDir sources;
+  WriteFile(sources.path() / "hosts", "10.244.0.9 rl-peer-0\n");
+  WriteFile(sources.path() / "f", "volume");
+  // The top directory the sources are under ("/tmp"), covered by the first mount.
+  const std::filesystem::path top = *std::next(sources.path().begin());
+  const std::string mount_path = FreshMountPath("hidden");
+  ContainerOptions options = Shell("cat /etc/hosts " + mount_path + "/f", scratch.path() / "log");
+  options.spec.mounts = {Mount{.host = scratch.path(), .path = "/" + top.string()},
+                         Mount{.host = sources.path(), .path = mount_path}};
+  options.hosts_file = sources.path() / "hosts";
+  ContainerProcess process(options);
+  EXPECT_EQ(process.Wait(2s), 0) << process.LogTail(1000);
+  EXPECT_EQ(process.LogTail(1000), "10.244.0.9 rl-peer-0\nvolume");
+  RemoveCreatedMountPoints(process);
+}
+
 // A namespace made with `ip netns add`, deleted at the end.
 class ScopedNetns {
  public:

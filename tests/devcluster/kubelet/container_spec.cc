@@ -100,14 +100,15 @@ const std::map<std::string, std::string>* ObjectValues(const LaunchContext& cont
   return it == objects.end() ? nullptr : &it->second;
 }
 
-// The container's envFrom, then its own `env` entries, resolved in order (no defaults).
+// The Service environment, the container's envFrom, then its own `env` entries, resolved in
+// order (no defaults).
 std::map<std::string, std::string> ContainerEnv(const json& pod, const json& container, const LaunchContext& context) {
   const std::string container_name = ContainerName(container);
   const std::string ns = StringAt(pod, "/metadata/namespace"_json_pointer);
   const auto refused = [&](const std::string& why) {
     return std::invalid_argument("container \"" + container_name + "\": " + why);
   };
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env = context.service_env;
   for (const json& source : container.value("envFrom", json::array())) {
     const bool secret = source.contains("secretRef");
     if (!secret && !source.contains("configMapRef")) {
@@ -327,6 +328,24 @@ EnvObjectNames EnvObjects(const json& container) {
     }
   }
   return names;
+}
+
+std::map<std::string, std::string> KubernetesServiceEnv(const std::string& host, int port) {
+  if (host.empty()) {
+    return {};
+  }
+  const std::string number = std::to_string(port);
+  const std::string address = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::string url = "tcp://" + address + ":" + number;
+  const std::string prefix = "KUBERNETES_PORT_" + number + "_TCP";
+  return {{"KUBERNETES_SERVICE_HOST", host},
+          {"KUBERNETES_SERVICE_PORT", number},
+          {"KUBERNETES_SERVICE_PORT_HTTPS", number},
+          {"KUBERNETES_PORT", url},
+          {prefix, url},
+          {prefix + "_PROTO", "tcp"},
+          {prefix + "_PORT", number},
+          {prefix + "_ADDR", host}};
 }
 
 LaunchSpec ResolveLaunch(const json& pod, const json& container, const ImageMap& images, const LaunchContext& context) {

@@ -31,11 +31,20 @@ struct LaunchContext {
   // What the runtime adds to this container's environment for its devices (DeviceEnvironment):
   // set before the container's own `env`, which may override it, and not seen by $(VAR).
   std::map<std::string, std::string> device_env = {};
+  // The Service environment the kubelet gives every container (KubernetesServiceEnv): before
+  // the container's own `env`, which may override it and whose $(VAR) references see it.
+  std::map<std::string, std::string> service_env = {};
   // The keys and values of the Secrets and ConfigMaps that `env` and `envFrom` refer to, by
   // object name (EnvObjects lists them); a name absent here is an object that does not exist.
   std::map<std::string, std::map<std::string, std::string>> secrets = {};
   std::map<std::string, std::map<std::string, std::string>> config_maps = {};
 };
+
+// What the kubelet puts in every container's environment for the `kubernetes` Service, always
+// (enableServiceLinks only governs the other Services'): KUBERNETES_SERVICE_HOST,
+// KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PORT_HTTPS and KUBERNETES_PORT* naming host:port,
+// which client libraries' in-cluster configuration reads. Empty when host is "".
+std::map<std::string, std::string> KubernetesServiceEnv(const std::string& host, int port);
 
 // The Secrets and ConfigMaps a container's env (valueFrom.secretKeyRef, .configMapKeyRef) and
 // envFrom (secretRef, configMapRef) name: the kubelet reads them before the container starts.
@@ -65,7 +74,8 @@ struct LaunchSpec {
 //    here the program stands for the whole image, so command[0] is dropped and argv[1..] is
 //    command[1..] followed by `args`, each with $(VAR) expanded from the container's `env`.
 //  - env: PATH, HOME=/root and HOSTNAME (spec.hostname, else metadata.name), context.device_env
-//    (NVIDIA_VISIBLE_DEVICES and the like, as the device plugin's Allocate answer), then the `env` list
+//    (NVIDIA_VISIBLE_DEVICES and the like, as the device plugin's Allocate answer),
+//    context.service_env, then the `env` list
 //    in order (a later entry replaces an earlier one of the same name): `value` with $(VAR)
 //    expanded from earlier entries, or valueFrom.fieldRef (metadata.name, .namespace, .uid,
 //    .labels['k'], .annotations['k'], spec.nodeName, spec.serviceAccountName, status.podIP,

@@ -220,6 +220,25 @@ TEST(ResolveLaunchTest, DefaultsAndHostnameAndLaterEntriesWin) {
   EXPECT_EQ(spec.env.at("X"), "2");
 }
 
+// The `kubernetes` Service's variables, which in-cluster clients read, come before the
+// container's own env, which may override them and whose $(VAR) sees them, as in the kubelet.
+TEST(ResolveLaunchTest, KubernetesServiceEnvComesBeforeTheContainersOwn) {
+  LaunchContext context = Context();
+  context.service_env = KubernetesServiceEnv("10.200.0.2", 41234);
+  const json container = {{"name", "main"},
+                          {"image", "trainer"},
+                          {"args", {"--server=https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"}},
+                          {"env", {EnvEntry("KUBERNETES_SERVICE_PORT_HTTPS", "443")}}};
+  const LaunchSpec spec = ResolveLaunch(Pod(), container, Images(), context);
+  EXPECT_EQ(spec.env.at("KUBERNETES_SERVICE_HOST"), "10.200.0.2");
+  EXPECT_EQ(spec.env.at("KUBERNETES_SERVICE_PORT"), "41234");
+  EXPECT_EQ(spec.env.at("KUBERNETES_SERVICE_PORT_HTTPS"), "443");
+  EXPECT_EQ(spec.env.at("KUBERNETES_PORT"), "tcp://10.200.0.2:41234");
+  EXPECT_EQ(spec.env.at("KUBERNETES_PORT_41234_TCP_ADDR"), "10.200.0.2");
+  EXPECT_EQ(spec.args, (std::vector<std::string>{"--server=https://10.200.0.2:41234"}));
+  EXPECT_TRUE(KubernetesServiceEnv("", 443).empty());
+}
+
 // The device plugin's env comes before the container's own, as the kubelet orders them, and
 // $(VAR) does not see it.
 TEST(ResolveLaunchTest, DeviceEnvIsSetAndTheContainersOwnEnvMayOverrideIt) {

@@ -435,6 +435,7 @@ void Kubelet::StartWorker(Running& running, const json& pod) {
   }
   environment.images = options_.images;
   environment.device_env = running.device_env;
+  environment.service_env = KubernetesServiceEnv(options_.api_server_host, options_.api_server_port);
   environment.volume_sources = SourcesFor(pod);
   environment.start_time = running.start_time;
   environment.max_grace = options_.max_grace;

@@ -46,6 +46,12 @@ struct KubeletOptions {
   // N of the Node's 127.0.N.1, the address its Pods get without a PodNetwork: its place in the
   // cluster's list of Nodes, from 1.
   int fallback_node_number = 1;
+  // Where this agent's Pods reach the API server, given to every container as the `kubernetes`
+  // Service's environment (KUBERNETES_SERVICE_HOST/PORT): a real kubelet names the Service's
+  // ClusterIP, which kube-proxy routes; here, standing in for both, the agent names an address
+  // the Pod's namespace reaches. "" gives none.
+  std::string api_server_host;
+  int api_server_port = 0;
   std::chrono::milliseconds max_grace{5000};
   std::chrono::milliseconds restart_backoff{1000};
   HeartbeatOptions heartbeat = {};

@@ -9,10 +9,11 @@ namespace {
 using nlohmann::json;
 
 json TerminatedJson(const TerminatedState& state) {
-  json out = {{"exitCode", state.exit_code},
-              {"reason", state.reason},
-              {"startedAt", state.started_at},
-              {"finishedAt", state.finished_at}};
+  json out = {{"exitCode", state.exit_code}, {"reason", state.reason}, {"finishedAt", state.finished_at}};
+  // A container that never started (StartError) has no start time; "" is no time to the API.
+  if (!state.started_at.empty()) {
+    out["startedAt"] = state.started_at;
+  }
   if (!state.message.empty()) {
     out["message"] = state.message;
   }

@@ -83,5 +83,18 @@ TEST(PodStatusTest, APodWaitingOnInitContainersNamesThem) {
   EXPECT_EQ(status["initContainerStatuses"][0]["state"]["waiting"]["reason"], "PodInitializing");
 }
 
+// A container the runtime could not start has no start time: an empty startedAt made the API
+// server refuse every status write of the Pod ("parsing time \"\""), so it stayed ContainerCreating.
+TEST(PodStatusTest, AContainerThatNeverStartedHasNoStartTime) {
+  PodView view = Running();
+  view.containers[0].phase = ContainerPhase::kTerminated;
+  view.containers[0].terminated = TerminatedState{128, "StartError", "exec: no such file", "", "t1"};
+  const json status = BuildPodStatus(view, json::object(), "t0");
+  const json terminated = status["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(terminated["reason"], "StartError");
+  EXPECT_EQ(terminated["finishedAt"], "t1");
+  EXPECT_FALSE(terminated.contains("startedAt"));
+}
+
 }  // namespace
 }  // namespace ringleader::devcluster::kubelet

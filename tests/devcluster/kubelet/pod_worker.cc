@@ -228,6 +228,7 @@ bool PodWorker::Prepare() {
       try {
         const auto devices = env_.device_env.find(container->view.name);
         context.device_env = devices == env_.device_env.end() ? std::map<std::string, std::string>() : devices->second;
+        context.service_env = env_.service_env;
         container->launch = ResolveLaunch(pod_, container->spec, env_.images, context);
       } catch (const std::exception& e) {
         return waiting("CreateContainerConfigError", e.what());

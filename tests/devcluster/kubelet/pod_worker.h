@@ -38,6 +38,8 @@ struct PodEnvironment {
   ImageMap images;
   // Container name -> the env the runtime adds for the devices allocated to it (DeviceEnvironment).
   std::map<std::string, std::map<std::string, std::string>> device_env;
+  // Every container's Service environment (KubernetesServiceEnv).
+  std::map<std::string, std::string> service_env;
   Isolation isolation = Isolation::kAuto;
   // Where secret, configMap and projected volumes, and the Secrets and ConfigMaps the containers'
   // env and envFrom name, get their content.
