@@ -142,12 +142,21 @@ json TrainerStoreEnv(const api::TrainingJob& job, std::int64_t attempt, const ap
   };
   add(env::kTorchelasticUseAgentStore, "True");
   add(env::kTorchelasticRestartCount, std::to_string(attempt));
+  const bool elastic = job.spec.elastic_policy.has_value();
+  if (elastic) {
+    // torch 2.4+ shares rendezvous rank 0's agent store with its workers across worlds, and an
+    // agent that joins a running world then waits forever for that store's address (seen with
+    // torch 2.15, docs/elastic.md); unshared, each world's rank 0 worker hosts its own store.
+    add(env::kTorchDisableShareRdzvTcpStore, "1");
+  }
   if (!OwnsTorchrunRendezvous(container)) {
     add(env::kPetRdzvBackend, "c10d");
     add(env::kPetRdzvEndpoint, master_addr + ":" + std::to_string(ports.master));
     // A new id per attempt: a restarted gang never meets an earlier attempt's rendezvous state.
     add(env::kPetRdzvId, job.metadata.uid + "-" + std::to_string(attempt));
-    add(env::kPetRdzvConf, "is_host=false");
+    // An elastic job's worlds re-form below maxReplicas, and torchrun waits last_call_timeout
+    // (30 s by default) for more agents each time; its Pods already exist by then (docs/elastic.md).
+    add(env::kPetRdzvConf, elastic ? "is_host=false,last_call_timeout=5" : "is_host=false");
     // The address the agent gives its peers: the one that becomes rendezvous rank 0 hosts its
     // workers' store there (torch 2.4+), and its default, the host's FQDN, need not resolve to
     // this Pod (it never does for a Pod whose hostname is not in DNS).

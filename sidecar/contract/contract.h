@@ -72,6 +72,9 @@ inline constexpr std::string_view kPetLocalAddr = "PET_LOCAL_ADDR";
 // Elastic jobs: torchrun's --max-restarts (spec.elasticPolicy.maxRestarts); PET_NNODES is then
 // "<minReplicas>:<maxReplicas>".
 inline constexpr std::string_view kPetMaxRestarts = "PET_MAX_RESTARTS";
+// Elastic jobs with trainerStore Sidecar, unless the trainer sets it: "1", so torchrun's workers
+// never share its agents' rendezvous store (a node joining a running world would wait forever).
+inline constexpr std::string_view kTorchDisableShareRdzvTcpStore = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE";
 
 // Environment the sidecar reads (it never talks to the Kubernetes API).
 inline constexpr std::string_view kJobName = "RINGLEADER_JOB_NAME";

@@ -50,8 +50,6 @@ std::string ElasticJobYaml() {
          std::to_string(kStepDelayMs) + "\", \"--checkpoint-every\", \"5\"]\n"
          "          env:\n"
          "            - {name: GLOO_SOCKET_IFNAME, value: eth0}\n"
-         "            - {name: TORCH_DISABLE_SHARE_RDZV_TCP_STORE, value: \"1\"}\n"
-         "            - {name: PET_RDZV_CONF, value: \"is_host=false,last_call_timeout=5\"}\n"
          "            - {name: TRAIN_CHECKPOINT_DIR, value: /checkpoints}\n"
          "          volumeMounts: [{name: checkpoints, mountPath: /checkpoints}]\n"
          "      volumes: [{name: checkpoints, emptyDir: {}}]\n";

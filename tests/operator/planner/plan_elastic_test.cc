@@ -82,6 +82,8 @@ TEST(ElasticPlanTest, TrainersGetTorchrunsRangeAndRestartsAndSidecarsTheElasticS
     EXPECT_EQ(EnvValue(Trainer(pod), "WORLD_SIZE"), "2");
     EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_BACKEND"), "c10d");
     EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_ID"), "job-uid-1-0");
+    EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_CONF"), "is_host=false,last_call_timeout=5");
+    EXPECT_EQ(EnvValue(Trainer(pod), "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"), "1");
     for (const json* container : {&Sidecar(pod), &Preflight(pod)}) {
       SCOPED_TRACE((*container)["name"].get<std::string>());
       EXPECT_EQ(EnvValue(*container, "RINGLEADER_MAX_REPLICAS"), "4");
@@ -99,6 +101,8 @@ TEST(ElasticPlanTest, RigidJobsGetNoneOfTheElasticEnv) {
   const json& pod = cluster.pods().at("demo-1");
   EXPECT_EQ(EnvValue(Trainer(pod), "PET_NNODES"), "2");
   EXPECT_EQ(EnvValue(Trainer(pod), "PET_MAX_RESTARTS"), "<unset>");
+  EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_CONF"), "is_host=false");
+  EXPECT_EQ(EnvValue(Trainer(pod), "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"), "<unset>");
   for (const json* container : {&Sidecar(pod), &Preflight(pod)}) {
     EXPECT_EQ(EnvValue(*container, "RINGLEADER_MAX_REPLICAS"), "<unset>");
     EXPECT_EQ(EnvValue(*container, "RINGLEADER_PREFLIGHT_SCOPE"), "<unset>");
