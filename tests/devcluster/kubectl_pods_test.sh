@@ -2,7 +2,8 @@
 # Drives the real kubectl against devcluster running Pods: graceful deletion (the Pod stays with a
 # deletionTimestamp until its kubelet has stopped it; a process ignoring SIGTERM is killed when
 # the grace period ends), the Eviction API (DisruptionTarget seen before the Pod goes, RBAC on
-# pods/eviction) and pods/log (tail, init containers, the server's errors).
+# pods/eviction), pods/log (tail, init containers, the server's errors), a Pod's in-cluster API
+# access and port-forward to a Pod.
 # Usage: kubectl_pods_test.sh PATH/TO/devcluster   (run from the repository root)
 set -u -o pipefail
 
@@ -183,6 +184,50 @@ YAML
 out=$(k get --raw /api/v1/namespaces/default/pods/pair/log)
 expect_text "two containers and none named" \
   'Error from server (BadRequest): a container name must be specified for pod pair, choose one of: [left right]' "$out"
+
+# --- In-cluster API access and port-forward: a Pod reaches the API server with its
+# ServiceAccount's token at the address its environment names, and kubectl port-forward reaches
+# a Pod's port through kube-apiserver and the node agent's kubelet endpoint.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: main
+    image: devcluster.test/sh
+    args:
+    - -c
+    - |
+      sa=/var/run/secrets/kubernetes.io/serviceaccount
+      curl -sS --cacert $sa/ca.crt --oauth2-bearer "$(cat $sa/token)" \
+        "https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT/api/v1/namespaces/default/pods"
+      echo "pong from $HOSTNAME" >/www/ping
+      cd /www && exec python3 -m http.server 8000
+    volumeMounts: [{name: www, mountPath: /www}]
+    readinessProbe: {tcpSocket: {port: 8000}, periodSeconds: 1}
+  volumes: [{name: www, emptyDir: {}}]
+YAML
+out=$(k wait --for=condition=Ready pod/web --timeout=60s)
+expect "a Pod serving HTTP on 8000 is Ready" 'condition met' "$out"
+out=$(k logs web)
+expect_text "from its own namespace, the Pod reached the API server (TLS verified) as its ServiceAccount" \
+  'pods is forbidden: User \"system:serviceaccount:default:default\" cannot list resource \"pods\"' "$out"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${KUBECTL[@]}" port-forward pod/web "$port:8000" >"$WORK/port-forward.log" 2>&1 &
+FORWARD_PID=$!
+wait_for_line "$WORK/port-forward.log" "Forwarding from 127.0.0.1:$port -> 8000" ||
+  fail "kubectl port-forward listens" "$(cat "$WORK/port-forward.log")"
+out=$(curl -sS --max-time 10 "localhost:$port/ping" 2>&1)
+expect "curl through the port-forward gets the Pod's answer" '^pong from web$' "$out"
+out=$(curl -sS --max-time 10 "localhost:$port/ping" 2>&1)
+expect "a second connection through the same port-forward too" '^pong from web$' "$out"
+out=$(curl -sS --max-time 10 -o /dev/null -w '%{http_code}' "localhost:$port/nothing-here" 2>&1)
+expect "and the Pod's own 404" '^404$' "$out"
+kill "$FORWARD_PID"
+wait "$FORWARD_PID" 2>/dev/null
+out=$(timeout 30 kubectl port-forward pod/nobody 9:9 2>&1)
+expect_text "port-forward to a Pod that does not exist: the server's words" 'pods "nobody" not found' "$out"
 
 stop_devcluster
 echo "$PASSED passed, 0 failed"

@@ -158,8 +158,12 @@ Kubelet::Kubelet(const kube::Config& api, NodeConfig node, PodNetwork* network, 
 
   log_server_ = std::make_unique<LogServer>(
       [this](const std::string& ns, const std::string& pod, const std::string& container,
-             const std::map<std::string, std::string>& query) { return ServeLog(ns, pod, container, query); });
-  heartbeat_ = std::make_unique<NodeHeartbeat>(*client_, node_, log_server_->port(), options_.heartbeat);
+             const std::map<std::string, std::string>& query) { return ServeLog(ns, pod, container, query); },
+      [this](const std::string& ns, const std::string& pod) { return PodAddressOf(ns, pod); });
+  streaming_ = std::make_unique<StreamingFront>(
+      options_.streaming_program.empty() ? DefaultStreamingProgram() : options_.streaming_program,
+      options_.root_dir / "streaming" / node_.name, log_server_->port());
+  heartbeat_ = std::make_unique<NodeHeartbeat>(*client_, node_, streaming_->port(), options_.heartbeat);
   kube::ReflectorOptions bound;
   bound.resource = kube::Pods();
   bound.field_selector = "spec.nodeName=" + node_.name;  // all the Node authorizer lets a node watch
@@ -171,7 +175,7 @@ Kubelet::Kubelet(const kube::Config& api, NodeConfig node, PodNetwork* network, 
 
 Kubelet::~Kubelet() { Stop(); }
 
-int Kubelet::port() const { return log_server_->port(); }
+int Kubelet::port() const { return streaming_->port(); }
 
 bool Kubelet::Registered() const { return heartbeat_->Registered(); }
 
@@ -199,6 +203,7 @@ void Kubelet::Stop() {
     thread_.join();
   }
   // No log request holds a worker past this point.
+  streaming_->Stop();
   log_server_->Stop();
   pods_feed_->Stop();
   heartbeat_->Stop();
@@ -491,6 +496,16 @@ VolumeSources Kubelet::SourcesFor(const json& pod) {
     return token;
   };
   return sources;
+}
+
+std::optional<PodAddress> Kubelet::PodAddressOf(const std::string& ns, const std::string& name) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [uid, running] : pods_) {
+    if (running->ref.ns == ns && running->ref.name == name) {
+      return PodAddress{running->ref.uid, running->ip};
+    }
+  }
+  return std::nullopt;
 }
 
 LogReply Kubelet::ServeLog(const std::string& ns, const std::string& name, const std::string& container,

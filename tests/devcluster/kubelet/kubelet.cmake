@@ -4,7 +4,7 @@
 find_package(cpprestsdk REQUIRED)
 ringleader_library(ringleader_devcluster_kubelet
   SOURCES pod_status.cc hosts_file.cc object_feed.cc api_volumes.cc pod_worker.cc pod_status_writer.cc
-          node_status.cc node_heartbeat.cc log_request.cc log_server.cc cluster_dns.cc kubelet.cc
+          node_status.cc node_heartbeat.cc log_request.cc log_server.cc streaming_front.cc cluster_dns.cc kubelet.cc
   DEPS ringleader_devcluster_containers ringleader_devcluster_devices ringleader_devcluster_pod_network
        ringleader_kube ringleader_api ringleader_plain_http ringleader_devcluster_control_plane
        ringleader_test_support cpprestsdk::cpprest OpenSSL::SSL OpenSSL::Crypto nlohmann_json::nlohmann_json

@@ -4,8 +4,8 @@
 // the Pods bound to it, admits them through the device manager's rules (NodeDevices), runs each as
 // local processes (PodWorker) in a network namespace of its own on the cluster's shared PodNetwork
 // with the cluster DNS hosts file as /etc/hosts, writes their status through pods/status
-// (PodStatusWriter), ends graceful deletions as the kubelet does, and serves pods/log on its
-// kubelet endpoint (LogServer). Without a PodNetwork every Pod runs in this machine's network
+// (PodStatusWriter), ends graceful deletions as the kubelet does, and serves pods/log (LogServer)
+// and port-forward (kubelet-streaming in front of it, StreamingFront) on its kubelet endpoint. Without a PodNetwork every Pod runs in this machine's network
 // namespace at the Node's 127.0.N.1 address, with mount paths rewritten to host paths.
 #pragma once
 
@@ -31,6 +31,7 @@
 #include "tests/devcluster/kubelet/object_feed.h"
 #include "tests/devcluster/kubelet/pod_network.h"
 #include "tests/devcluster/kubelet/pod_status_writer.h"
+#include "tests/devcluster/kubelet/streaming_front.h"
 #include "tests/devcluster/node_config.h"
 
 namespace ringleader::devcluster::kubelet {
@@ -52,6 +53,8 @@ struct KubeletOptions {
   // the Pod's namespace reaches. "" gives none.
   std::string api_server_host;
   int api_server_port = 0;
+  // kubelet-streaming, the front of the kubelet endpoint; "" = DefaultStreamingProgram().
+  std::filesystem::path streaming_program = {};
   std::chrono::milliseconds max_grace{5000};
   std::chrono::milliseconds restart_backoff{1000};
   HeartbeatOptions heartbeat = {};
@@ -104,6 +107,7 @@ class Kubelet {
   VolumeSources SourcesFor(const nlohmann::json& pod);
   LogReply ServeLog(const std::string& ns, const std::string& pod, const std::string& container,
                     const std::map<std::string, std::string>& query);
+  std::optional<PodAddress> PodAddressOf(const std::string& ns, const std::string& pod) const;
 
   const NodeConfig node_;
   KubeletOptions options_;
@@ -116,6 +120,7 @@ class Kubelet {
   NodeDevices devices_;
 
   std::unique_ptr<LogServer> log_server_;
+  std::unique_ptr<StreamingFront> streaming_;
   std::unique_ptr<NodeHeartbeat> heartbeat_;
   std::unique_ptr<ObjectFeed> pods_feed_;
   std::unique_ptr<PodStatusWriter> status_;

@@ -12,6 +12,8 @@
 #include <exception>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 #include "sidecar/service/plain_http_listener.h"
 #include "tests/devcluster/tls.h"
 #include "tests/support/test_environment.h"
@@ -38,6 +40,15 @@ std::vector<std::string> LogPath(const std::string& path) {
   return {segments[1], segments[2], segments[3]};
 }
 
+// "/devcluster/podAddress/ns/pod" -> {ns, pod}; empty when the path is another.
+std::vector<std::string> PodAddressPath(const std::string& path) {
+  std::vector<std::string> segments = web::uri::split_path(path);
+  if (segments.size() != 4 || segments[0] != "devcluster" || segments[1] != "podAddress") {
+    return {};
+  }
+  return {web::uri::decode(segments[2]), web::uri::decode(segments[3])};
+}
+
 }  // namespace
 
 // One followed log: the stream its reply reads and the thread that feeds it.
@@ -46,7 +57,8 @@ struct LogServer::Follower {
   std::jthread thread;
 };
 
-LogServer::LogServer(LogHandler handler) : handler_(std::move(handler)) {
+LogServer::LogServer(LogHandler handler, PodAddressHandler pod_address)
+    : handler_(std::move(handler)), pod_address_(std::move(pod_address)) {
   const Certificates certs = GenerateCertificates({"127.0.0.1", "localhost"});
   http_listener_config config;
   config.set_ssl_context_callback([certs](boost::asio::ssl::context& ctx) {
@@ -101,6 +113,23 @@ void LogServer::Stop() {
 void LogServer::Handle(const http::http_request& request) {
   if (request.method() != http::methods::GET) {
     plain_http::Reply(request, http::status_codes::MethodNotAllowed, "only GET is served here", kPlainText, true);
+    return;
+  }
+  const std::vector<std::string> address = PodAddressPath(request.relative_uri().path());
+  if (!address.empty()) {
+    std::optional<PodAddress> pod;
+    try {
+      pod = pod_address_(address[0], address[1]);
+    } catch (const std::exception& e) {
+      plain_http::Reply(request, http::status_codes::InternalError, e.what(), kPlainText);
+      return;
+    }
+    if (!pod) {
+      plain_http::Reply(request, http::status_codes::NotFound, "pod does not exist", kPlainText);
+      return;
+    }
+    plain_http::Reply(request, http::status_codes::OK, nlohmann::json{{"uid", pod->uid}, {"ip", pod->ip}}.dump(),
+                      "application/json");
     return;
   }
   const std::vector<std::string> target = LogPath(request.relative_uri().path());

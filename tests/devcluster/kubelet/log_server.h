@@ -1,9 +1,12 @@
-// The node agent's kubelet endpoint: HTTPS on 127.0.0.1 at a free port (the Node's
-// daemonEndpoints.kubeletEndpoint.Port), with a certificate of its own, serving the one path the
-// tests need, GET /containerLogs/<namespace>/<pod>/<container>, which kube-apiserver proxies
-// pods/log to. kube-apiserver does not verify it (no --kubelet-certificate-authority), and this
-// stand-in does not authenticate kube-apiserver as a kubelet would: it answers anyone on the
-// machine.
+// The node agent's own HTTPS server on 127.0.0.1 at a free port, with a certificate of its own,
+// behind kubelet-streaming (tests/controlplane/kubelet-streaming), which holds the Node's kubelet
+// port (daemonEndpoints.kubeletEndpoint.Port), serves port-forward itself and passes the rest
+// here: GET /containerLogs/<namespace>/<pod>/<container>, which kube-apiserver proxies pods/log
+// to, and devcluster's GET /devcluster/podAddress/<namespace>/<pod>, the Pod's uid and address
+// as JSON ({"uid": ..., "ip": ...}; 404 for a Pod the agent does not run), which port-forward
+// dials. kube-apiserver does not verify the kubelet endpoint (no
+// --kubelet-certificate-authority), and this stand-in does not authenticate kube-apiserver as a
+// kubelet would: it answers anyone on the machine.
 #pragma once
 
 #include <functional>
@@ -39,10 +42,17 @@ struct LogReply {
 using LogHandler = std::function<LogReply(const std::string& ns, const std::string& pod, const std::string& container,
                                           const std::map<std::string, std::string>& query)>;
 
+struct PodAddress {
+  std::string uid;
+  std::string ip;  // "" before the Pod has its network
+};
+// (namespace, pod) -> the Pod's uid and address, nullopt when the agent runs no such Pod.
+using PodAddressHandler = std::function<std::optional<PodAddress>(const std::string& ns, const std::string& pod)>;
+
 class LogServer {
  public:
   // Listens at once. Throws std::runtime_error when it cannot.
-  explicit LogServer(LogHandler handler);
+  LogServer(LogHandler handler, PodAddressHandler pod_address);
   LogServer(const LogServer&) = delete;
   LogServer& operator=(const LogServer&) = delete;
   ~LogServer();
@@ -58,6 +68,7 @@ class LogServer {
   void Follow(const web::http::http_request& request, LogReply reply);
 
   LogHandler handler_;
+  PodAddressHandler pod_address_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
   int port_ = 0;
   std::mutex mu_;  // guards followers_ and stopped_
