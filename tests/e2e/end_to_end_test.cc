@@ -401,10 +401,10 @@ TEST(EndToEndApiTest, KubectlApplyOfABadTrainingJobIsRefusedWithTheServersMessag
     std::string message;
   };
   const std::vector<BadJob> bad = {
-      // The schema's minimum.
+      // The schema's minimum, and the scale subresource's own check of specReplicasPath.
       {"bad-replicas", "  replicas: -1\n",
-       "The TrainingJob \"bad-replicas\" is invalid: spec.replicas: Invalid value: -1: spec.replicas in body "
-       "should be greater than or equal to 1"},
+       "The TrainingJob \"bad-replicas\" is invalid: \n* spec.replicas: Invalid value: -1: spec.replicas in body "
+       "should be greater than or equal to 1\n* .spec.replicas: Invalid value: -1: should be a non-negative integer"},
       // A CEL rule across fields.
       {"bad-backend", "  replicas: 2\n  communication:\n    backend: nccl\n",
        "The TrainingJob \"bad-backend\" is invalid: spec.communication.backend: Invalid value: "
