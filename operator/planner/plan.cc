@@ -889,7 +889,11 @@ class Planner {
   }
 
   // Holds lone recreations until kFailureSettle after the first of their failures.
-  bool AwaitingRankZero(const std::vector<Verdict>& verdicts) {
+  bool AwaitingRankZero(const std::vector<Verdict>& verdicts) { return WithinFailureSettle(verdicts); }
+
+  // True, with a requeue for when it ends, until kFailureSettle after the first container exit
+  // among the verdicts' Pods.
+  bool WithinFailureSettle(const std::vector<Verdict>& verdicts) {
     std::optional<api::Time> first;
     for (const Verdict& verdict : verdicts) {
       const std::optional<api::Time>& at = verdict.pod->first_exit_time;
@@ -1208,18 +1212,7 @@ class Planner {
                     [](const PodView* pod) { return pod->Finished() || pod->deleting; })) {
       return false;
     }
-    std::optional<api::Time> first;
-    for (const Verdict& verdict : verdicts) {
-      const std::optional<api::Time>& at = verdict.pod->first_exit_time;
-      if (at.has_value() && (!first.has_value() || *at < *first)) {
-        first = at;
-      }
-    }
-    if (!first.has_value() || now_ >= *first + kFailureSettle) {
-      return false;
-    }
-    Requeue(std::chrono::duration_cast<seconds>(*first + kFailureSettle - now_));
-    return true;
+    return WithinFailureSettle(verdicts);
   }
 
   void GangRestartOrFail(const std::vector<const PodView*>& failed, const std::vector<Verdict>& verdicts) {
