@@ -53,6 +53,7 @@ struct ChildPlan {
   int stdin_fd = -1;
   int output_fd = -1;
   std::string program;
+  int program_fd = -1;  // the child's O_PATH fd of `program`, opened before its mounts
   std::vector<std::string> argv_storage;
   std::vector<std::string> env_storage;
   std::vector<char*> argv;
@@ -226,6 +227,8 @@ void ProcFdPath(int fd, std::array<char, 32>& out) {
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
       fail(kMakePrivate);
     }
+    // The program too: a volume on /tmp hides a checkout under /tmp, as it hides the sources.
+    plan.program_fd = open(plan.program.c_str(), O_PATH | O_CLOEXEC);
     // Every source is opened before the first mount can hide it; the fds close at exec.
     for (std::size_t i = 0; i < plan.mounts.size(); ++i) {
       const int source = open(plan.mounts[i].source.c_str(), O_PATH | O_CLOEXEC);
@@ -254,6 +257,11 @@ void ProcFdPath(int fd, std::array<char, 32>& out) {
   // Fds other threads opened without O_CLOEXEC must not leak into the container.
   syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   execve(plan.program.c_str(), plan.argv.data(), plan.envp.data());
+  // Its path hidden by a volume: run the file opened before the mounts. (A #! script this way
+  // fails too, ENOENT: its interpreter cannot open the close-on-exec fd's /proc path.)
+  if ((errno == ENOENT || errno == ENOTDIR) && plan.program_fd >= 0) {
+    syscall(SYS_execveat, plan.program_fd, "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
+  }
   fail(kExec);
   _exit(127);
 }

@@ -391,6 +391,28 @@ TEST(ContainerProcessIsolationTest, AVolumeOverTheSourcesDirectoryHidesNoOtherMo
   RemoveCreatedMountPoints(process);
 }
 
+// The same volume over a checkout under /tmp: the program itself (a built binary in that
+// checkout) is hidden once the volume is mounted, and still runs.
+TEST(ContainerProcessIsolationTest, AVolumeOverTheProgramsDirectoryStillRunsTheProgram) {
+  if (!Isolated()) {
+    GTEST_SKIP() << "needs root with mount namespaces";
+  }
+  TempDir scratch;
+  TempDir checkout;
+  const std::filesystem::path program = checkout.path() / "echo";
+  std::filesystem::copy_file("/bin/echo", program);
+  const std::filesystem::path top = *std::next(checkout.path().begin());
+  ContainerOptions options;
+  options.spec.program = program;
+  options.spec.args = {"ran from a hidden path"};
+  options.spec.mounts = {Mount{.host = scratch.path(), .path = "/" + top.string()}};
+  options.log = scratch.path() / "log";
+  ContainerProcess process(options);
+  EXPECT_EQ(process.Wait(2s), 0) << process.LogTail(1000);
+  EXPECT_EQ(process.LogTail(1000), "ran from a hidden path\n");
+  RemoveCreatedMountPoints(process);
+}
+
 // A namespace made with `ip netns add`, deleted at the end.
 class ScopedNetns {
  public:
