@@ -7,18 +7,20 @@
 #include "operator/api/trainingjob.h"
 #include "operator/api/validation.h"
 #include "operator/yaml/yaml_to_json.h"
+#include "tests/operator/api/field_error_matchers.h"
 
 namespace ringleader::api {
 namespace {
 
 using nlohmann::json;
+using testing::Errors;
+using testing::ErrorAt;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Not;
-using ::testing::StartsWith;
 
 // min 2, max 4, replicas 2, a trainer launched with torchrun.
 json ElasticJob() {
@@ -37,19 +39,6 @@ spec:
           command: [torchrun]
           args: [train.py]
 )");
-}
-
-std::vector<std::string> Errors(const json& object) {
-  TrainingJob job;
-  std::vector<std::string> out;
-  for (const FieldError& error : ParseAndValidate(object, ValidationOptions{}, &job)) {
-    out.push_back(error.ToString());
-  }
-  return out;
-}
-
-::testing::Matcher<const std::string&> ErrorAt(const std::string& path, const std::string& text) {
-  return AllOf(StartsWith(path + ": "), HasSubstr(text));
 }
 
 TEST(ElasticPolicyTest, ParsesEveryFieldAndWritesThemBack) {

@@ -6,16 +6,16 @@
 #include "operator/api/trainingjob.h"
 #include "operator/api/validation.h"
 #include "operator/yaml/yaml_to_json.h"
+#include "tests/operator/api/field_error_matchers.h"
 
 namespace ringleader::api {
 namespace {
 
 using nlohmann::json;
-using ::testing::AllOf;
+using testing::Errors;
+using testing::ErrorAt;
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::StartsWith;
 
 json Job(const json& scheduling_policy, int replicas = 4) {
   json job = ringleader::yaml::ParseYaml(R"(
@@ -37,19 +37,6 @@ json KueueJob(json scheduling_policy = {{"provider", "Kueue"}}) {
   json job = Job(scheduling_policy);
   job["metadata"]["labels"] = {{"kueue.x-k8s.io/queue-name", "team-a"}};
   return job;
-}
-
-std::vector<std::string> Errors(const json& object) {
-  TrainingJob job;
-  std::vector<std::string> out;
-  for (const FieldError& error : ParseAndValidate(object, ValidationOptions{}, &job)) {
-    out.push_back(error.ToString());
-  }
-  return out;
-}
-
-::testing::Matcher<const std::string&> ErrorAt(const std::string& path, const std::string& text) {
-  return AllOf(StartsWith(path + ": "), HasSubstr(text));
 }
 
 TEST(SchedulingPolicyTest, ParsesEveryFieldAndWritesThemBack) {

@@ -14,18 +14,19 @@
 #include <gtest/gtest.h>
 
 #include "operator/yaml/yaml_to_json.h"
+#include "tests/operator/api/field_error_matchers.h"
 #include "sidecar/contract/contract.h"
 
 namespace ringleader::api {
 namespace {
 
 using nlohmann::json;
+using testing::ErrorAt;
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-using ::testing::StartsWith;
 using ::testing::UnorderedElementsAre;
 
 constexpr std::int64_t kGi = std::int64_t{1} << 30;
@@ -36,11 +37,6 @@ std::vector<std::string> Strings(const FieldErrors& errors) {
     out.push_back(error.ToString());
   }
   return out;
-}
-
-// One error's ToString(): exactly `path`, and a message that mentions `text`.
-::testing::Matcher<const std::string&> ErrorAt(const std::string& path, const std::string& text) {
-  return AllOf(StartsWith(path + ": "), HasSubstr(text));
 }
 
 json ValidJob() {

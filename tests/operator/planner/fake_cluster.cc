@@ -353,6 +353,26 @@ api::Time At(int seconds) {
   return api::Time{std::chrono::seconds{1767225600 + seconds}};
 }
 
+std::vector<std::string> CreatedPodNames(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const Action& action : plan.actions) {
+    if (const auto* create = std::get_if<CreateObject>(&action); create != nullptr && create->object["kind"] == "Pod") {
+      names.push_back(create->object["metadata"]["name"]);
+    }
+  }
+  return names;
+}
+
+std::vector<std::string> DeletedPodNames(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const Action& action : plan.actions) {
+    if (const auto* del = std::get_if<DeleteObject>(&action); del != nullptr && del->kind == "Pod") {
+      names.push_back(del->name);
+    }
+  }
+  return names;
+}
+
 std::string EnvValue(const json& container, const std::string& name) {
   for (const json& entry : container.value("env", json::array())) {
     if (entry.value("name", "") == name) {

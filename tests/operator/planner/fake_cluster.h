@@ -138,5 +138,8 @@ nlohmann::json MinimalJob(const std::string& name = "demo", int replicas = 4);
 api::Time At(int seconds_after_epoch_base);
 std::string EnvValue(const nlohmann::json& container, const std::string& name);
 const nlohmann::json* FindCondition(const nlohmann::json& job, const std::string& type);
+// The names of the Pods `plan` creates, and of those it deletes, in the plan's order.
+std::vector<std::string> CreatedPodNames(const Plan& plan);
+std::vector<std::string> DeletedPodNames(const Plan& plan);
 
 }  // namespace ringleader::planner::testing

@@ -17,6 +17,8 @@ namespace {
 
 using nlohmann::json;
 using testing::At;
+using testing::CreatedPodNames;
+using testing::DeletedPodNames;
 using testing::EnvValue;
 using testing::FakeCluster;
 using testing::MinimalJob;
@@ -26,27 +28,6 @@ using ::testing::IsEmpty;
 
 void MakeElastic(FakeCluster& cluster, api::ElasticPolicy policy) {
   cluster.set_job_edit([policy](api::TrainingJob& job) { job.spec.elastic_policy = policy; });
-}
-
-std::vector<std::string> CreatedPods(const Plan& plan) {
-  std::vector<std::string> names;
-  for (const Action& action : plan.actions) {
-    if (const auto* create = std::get_if<CreateObject>(&action); create != nullptr && create->object["kind"] == "Pod") {
-      names.push_back(create->object["metadata"]["name"]);
-    }
-  }
-  return names;
-}
-
-// In the plan's order.
-std::vector<std::string> DeletedPods(const Plan& plan) {
-  std::vector<std::string> names;
-  for (const Action& action : plan.actions) {
-    if (const auto* del = std::get_if<DeleteObject>(&action); del != nullptr && del->kind == "Pod") {
-      names.push_back(del->name);
-    }
-  }
-  return names;
 }
 
 const json& Trainer(const json& pod) { return pod["spec"]["containers"][0]; }
@@ -119,8 +100,8 @@ TEST(ElasticPlanTest, ScalingUpCreatesTheNewRankAloneWithPodScopeAndNoRestart) {
 
   cluster.EditSpec([](json& spec) { spec["replicas"] = 3; });
   const Plan plan = cluster.Reconcile(At(10));
-  EXPECT_THAT(CreatedPods(plan), ElementsAre("demo-2"));
-  EXPECT_THAT(DeletedPods(plan), IsEmpty());
+  EXPECT_THAT(CreatedPodNames(plan), ElementsAre("demo-2"));
+  EXPECT_THAT(DeletedPodNames(plan), IsEmpty());
   const json& added = cluster.pods().at("demo-2");
   EXPECT_EQ(added["metadata"]["labels"]["ringleader.dev/attempt"], "0");
   EXPECT_EQ(EnvValue(Sidecar(added), "RINGLEADER_PREFLIGHT_SCOPE"), "Pod");
@@ -149,8 +130,8 @@ TEST(ElasticPlanTest, ScalingDownDeletesTheHighestRanksFirstAndCountsNoFailure) 
 
   cluster.EditSpec([](json& spec) { spec["replicas"] = 2; });
   const Plan plan = cluster.Reconcile(At(10));
-  EXPECT_THAT(DeletedPods(plan), ElementsAre("demo-3", "demo-2"));
-  EXPECT_THAT(CreatedPods(plan), IsEmpty());
+  EXPECT_THAT(DeletedPodNames(plan), ElementsAre("demo-3", "demo-2"));
+  EXPECT_THAT(CreatedPodNames(plan), IsEmpty());
   ASSERT_EQ(cluster.EventMessages("ScalingDown").size(), 1u);
   EXPECT_THAT(cluster.EventMessages("ScalingDown")[0],
               HasSubstr("spec.replicas is 2: deleting pods demo-3 (rank 3), demo-2 (rank 2), highest rank first"));
@@ -182,13 +163,13 @@ TEST(ElasticPlanTest, ScalingBackUpWaitsForTheLeavingPodToGoAndCountsNothing) {
 
   cluster.EditSpec([](json& spec) { spec["replicas"] = 3; });
   const Plan waiting = cluster.Reconcile(At(20));
-  EXPECT_THAT(CreatedPods(waiting), IsEmpty());  // demo-2 still holds the name
-  EXPECT_THAT(DeletedPods(waiting), IsEmpty());
+  EXPECT_THAT(CreatedPodNames(waiting), IsEmpty());  // demo-2 still holds the name
+  EXPECT_THAT(DeletedPodNames(waiting), IsEmpty());
   EXPECT_EQ(ElasticRestarts(cluster), 0);
 
   cluster.FinishDeletions();
   const Plan back = cluster.Reconcile(At(21));
-  EXPECT_THAT(CreatedPods(back), ElementsAre("demo-2"));
+  EXPECT_THAT(CreatedPodNames(back), ElementsAre("demo-2"));
   EXPECT_EQ(EnvValue(Preflight(cluster.pods().at("demo-2")), "RINGLEADER_PREFLIGHT_SCOPE"), "Pod");
   EXPECT_EQ(ElasticRestarts(cluster), 0);
   EXPECT_EQ(cluster.status()["restarts"], 0);
@@ -205,13 +186,13 @@ TEST(ElasticPlanTest, AFailedRankIsDeletedThenRecreatedAloneAndCounted) {
   cluster.FailContainer("demo-1", 1, "Error", "trainer", At(100));
   // Rank 0 may be failing too and its kubelet not have said so yet: the recreation waits a little.
   const Plan settling = cluster.Reconcile(At(101));
-  EXPECT_THAT(DeletedPods(settling), IsEmpty());
+  EXPECT_THAT(DeletedPodNames(settling), IsEmpty());
   ASSERT_TRUE(settling.requeue_after.has_value());
   EXPECT_LE(settling.requeue_after->count(), 4);
 
   const Plan deleting = cluster.Reconcile(At(105));
-  EXPECT_THAT(DeletedPods(deleting), ElementsAre("demo-1"));
-  EXPECT_THAT(CreatedPods(deleting), IsEmpty());
+  EXPECT_THAT(DeletedPodNames(deleting), ElementsAre("demo-1"));
+  EXPECT_THAT(CreatedPodNames(deleting), IsEmpty());
   EXPECT_EQ(ElasticRestarts(cluster), 1);
   EXPECT_EQ(cluster.status()["restarts"], 0);
   ASSERT_EQ(cluster.EventMessages("PodRecreated").size(), 1u);
@@ -221,12 +202,12 @@ TEST(ElasticPlanTest, AFailedRankIsDeletedThenRecreatedAloneAndCounted) {
 
   // Its Pod is still terminating under the same name: nothing is created, nothing counted again.
   const Plan terminating = cluster.Reconcile(At(106));
-  EXPECT_THAT(CreatedPods(terminating), IsEmpty());
+  EXPECT_THAT(CreatedPodNames(terminating), IsEmpty());
   EXPECT_EQ(ElasticRestarts(cluster), 1);
 
   cluster.FinishDeletions();
   const Plan recreated = cluster.Reconcile(At(107));
-  EXPECT_THAT(CreatedPods(recreated), ElementsAre("demo-1"));
+  EXPECT_THAT(CreatedPodNames(recreated), ElementsAre("demo-1"));
   const json& pod = cluster.pods().at("demo-1");
   EXPECT_EQ(EnvValue(Preflight(pod), "RINGLEADER_PREFLIGHT_SCOPE"), "Pod");
   EXPECT_EQ(EnvValue(Trainer(pod), "PET_RDZV_ID"), "job-uid-1-0");
@@ -294,7 +275,7 @@ TEST(ElasticPlanTest, RankZeroGoneWithoutAFailureSeenRestartsTheGang) {
   cluster.StartRunning(At(0));
   cluster.RemovePod("demo-0");
   const Plan plan = cluster.Reconcile(At(10));
-  EXPECT_THAT(CreatedPods(plan), IsEmpty());  // never a fresh rank 0 under the running ranks
+  EXPECT_THAT(CreatedPodNames(plan), IsEmpty());  // never a fresh rank 0 under the running ranks
   EXPECT_EQ(cluster.status()["restarts"], 1);
   EXPECT_EQ(cluster.ConditionReason("Restarting"), "PodLost");
   EXPECT_THAT(cluster.ConditionMessage("Restarting"), HasSubstr("rank 0 (pod demo-0) is gone"));

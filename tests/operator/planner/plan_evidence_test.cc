@@ -35,22 +35,12 @@ json Job(int replicas, int backoff_limit = 3, int initial_backoff = 0) {
 }
 
 std::vector<std::string> DeletedPods(const Plan& plan) {
-  std::vector<std::string> names;
-  for (const Action& action : plan.actions) {
-    if (const auto* del = std::get_if<DeleteObject>(&action); del != nullptr && del->kind == "Pod") {
-      names.push_back(del->name);
-    }
-  }
+  std::vector<std::string> names = testing::DeletedPodNames(plan);
   std::sort(names.begin(), names.end());
   return names;
 }
 
-int CreatedPods(const Plan& plan) {
-  return static_cast<int>(std::count_if(plan.actions.begin(), plan.actions.end(), [](const Action& action) {
-    const auto* create = std::get_if<CreateObject>(&action);
-    return create != nullptr && create->object["kind"] == "Pod";
-  }));
-}
+int CreatedPods(const Plan& plan) { return static_cast<int>(testing::CreatedPodNames(plan).size()); }
 
 // The trainer exited non-zero and the sidecar's monitor failed on the lost peer; the kubelet is
 // still stopping the sidecar, so the Pod's phase is not Failed yet.

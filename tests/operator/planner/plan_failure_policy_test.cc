@@ -41,12 +41,7 @@ json ExitCodeRule(const std::string& action, const std::string& op, std::vector<
 
 json NoBackoff() { return {{"initialSeconds", 0}}; }
 
-int CreatedPods(const Plan& plan) {
-  return static_cast<int>(std::count_if(plan.actions.begin(), plan.actions.end(), [](const Action& action) {
-    const auto* create = std::get_if<CreateObject>(&action);
-    return create != nullptr && create->object["kind"] == "Pod";
-  }));
-}
+int CreatedPods(const Plan& plan) { return static_cast<int>(testing::CreatedPodNames(plan).size()); }
 
 TEST(FailurePolicyTest, AnExitCodeFailJobRuleFailsTheJobAtOnceNamingTheRuleAndTheRank) {
   FakeCluster cluster(JobWithPolicy(3, {{"rules", json::array({ExitCodeRule("FailJob", "In", {3, 42})})}}));
