@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -147,6 +148,13 @@ class Socket {
     return ::poll(&readable, 1, 100) == 0;
   }
   void ShutdownSending() const { ::shutdown(fd_, SHUT_WR); }
+  // The bytes and the FIN in one segment: corked, they wait for the shutdown to carry them.
+  void SendAndShutdownInOneSegment(const std::string& bytes) const {
+    const int on = 1;
+    ASSERT_EQ(::setsockopt(fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof(on)), 0);
+    Send(bytes);
+    ShutdownSending();
+  }
 
  private:
   int fd_;
@@ -331,6 +339,20 @@ TEST(TorchStoreServerLimitsTest, AClientThatLeavesWithAWaitPendingIsForgotten) {
     EXPECT_TRUE(leaving.Closed());
   }
   EXPECT_TRUE(Eventually([&] { return store.Stats().pending == 0 && store.Stats().open == 0; }));
+}
+
+// Regression guard for the edge-triggered reads: a FIN that arrives with the last request is
+// consumed by the recv that reads the request and raises no edge of its own, yet the server must
+// still answer, see the end and close.
+TEST(TorchStoreServerLimitsTest, AFinArrivingWithTheLastRequestIsAnsweredThenClosed) {
+  TrainerStore store({});
+  for (std::uint32_t nonce = 1; nonce <= 5; ++nonce) {
+    Socket leaving(store.port());
+    leaving.SendAndShutdownInOneSegment(kOpening + Request(ts::Query::kPing, {}, {}, nonce));
+    EXPECT_EQ(leaving.Receive(4), Pong(nonce));
+    EXPECT_TRUE(leaving.Closed());
+  }
+  EXPECT_TRUE(Eventually([&] { return store.Stats().open == 0; }));
 }
 
 TEST(TorchStoreServerLimitsTest, APortInUseFailsTheStartNamingIt) {
