@@ -325,39 +325,27 @@ class SidecarRun {
     const rendezvous::ClientOptions options = StoreClientOptions(deadline);
     Log("joining the " + PhaseName() + " rendezvous through rank 0's store at " +
         config_.rendezvous_addr + ":" + std::to_string(config_.rendezvous_port));
-    auto connected = rendezvous::StoreClient::Connect(options);
+    rendezvous::JoinRequest join;
+    join.record = OwnAddress();
+    join.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(config_.rendezvous_timeout);
+    join.key_prefix = phase_ + "ranks/";
+    join.barrier_name = phase_ + "join";
+    Log("waiting for all " + std::to_string(config_.world_size()) + " ranks at the " + PhaseName() +
+        " rendezvous");
+    // Connect, publish, meet and read rank 0's record in one write (protocol.h).
+    auto connected = rendezvous::ConnectAndJoin(options, join);
     if (!connected) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kConnect);
       throw RunFailure(connected.error());
     }
-    client_ = std::move(connected).value();
-
-    const std::string record = OwnAddress();
-    const std::string ranks_prefix = phase_ + "ranks/";
-    if (auto set = client_->Set(rendezvous::RankRecordKey(ranks_prefix, options.rank), record); !set) {
-      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
-      throw RunFailure(set.error());
+    rendezvous::ConnectedJoin joined = std::move(connected).value();
+    client_ = std::move(joined.client);
+    if (!joined.joined) {
+      metrics_.CountRendezvousFailure(joined.timed_out ? RendezvousFailure::kTimeout
+                                                       : RendezvousFailure::kProtocol);
+      throw RunFailure(joined.joined.error());
     }
-    Log("waiting for all " + std::to_string(config_.world_size()) + " ranks at the " + PhaseName() +
-        " rendezvous");
-    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    auto barrier = client_->Barrier(phase_ + "join", std::max(remaining, std::chrono::milliseconds(1)));
-    if (!barrier) {
-      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
-      throw RunFailure(barrier.error());
-    }
-    if (barrier.value().timed_out) {
-      metrics_.CountRendezvousFailure(RendezvousFailure::kTimeout);
-      throw RunFailure(rendezvous::FormatMissingRanks(
-          barrier.value().missing_ranks, options.world_size,
-          std::chrono::duration_cast<std::chrono::seconds>(config_.rendezvous_timeout)));
-    }
-    auto master = client_->Get(rendezvous::RankRecordKey(ranks_prefix, 0));
-    if (!master || !master.value()) {
-      metrics_.CountRendezvousFailure(RendezvousFailure::kProtocol);
-      throw RunFailure(master ? "rank 0 joined without publishing its address" : master.error());
-    }
-    master_addr_ = *master.value();
+    master_addr_ = joined.joined.value().records.at(0);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     metrics_.ObserveRendezvous(seconds);
     Log("rendezvous complete: " + std::to_string(config_.world_size()) + " ranks in " +

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,5 +42,16 @@ std::string FormatMissingRanks(std::vector<std::uint32_t> missing, std::uint32_t
 // Publishes request.record under this client's rank, waits at the barrier for all world_size
 // ranks, then reads the requested records. A barrier timeout fails with FormatMissingRanks.
 Result<JoinResult> Join(StoreClient& client, const JoinRequest& request);
+
+struct ConnectedJoin {
+  std::unique_ptr<StoreClient> client;
+  Result<JoinResult> joined;
+  bool timed_out = false;  // joined failed at the barrier's timeout, naming the missing ranks
+};
+
+// StoreClient::Connect and Join in one write (StoreClient::ConnectSetBarrierMultiGet): the way a
+// rank meets its peers. Fails as Connect does; once connected, the join's outcome comes beside
+// the client.
+Result<ConnectedJoin> ConnectAndJoin(const ClientOptions& options, const JoinRequest& request);
 
 }  // namespace ringleader::rendezvous

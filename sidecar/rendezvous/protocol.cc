@@ -354,13 +354,23 @@ std::string Hello::Encode() const {
   std::string out;
   PutU32(&out, rank);
   PutU32(&out, world_size);
+  PutU32(&out, attempt);
+  PutI64(&out, sent_at_ms);
+  PutFixed(&out, nonce);
+  PutFixed(&out, early_proof);
   return out;
 }
 
 Result<Hello> Hello::Decode(std::string_view payload) {
   Reader r(payload, "Hello");
   Hello m;
-  if (!r.U32("rank", &m.rank) || !r.U32("world_size", &m.world_size)) {
+  if (!r.U32("rank", &m.rank) || !r.U32("world_size", &m.world_size) ||
+      !r.U32("attempt", &m.attempt) || !r.I64("sent_at_ms", &m.sent_at_ms) ||
+      !r.Fixed("nonce", &m.nonce) || !r.Fixed("early_proof", &m.early_proof)) {
+    return Fail<Hello>(r);
+  }
+  if (m.sent_at_ms < 0) {
+    r.Fail("sent_at_ms", "must not be negative");
     return Fail<Hello>(r);
   }
   if (m.world_size == 0) {

@@ -1,41 +1,55 @@
-// The rendezvous store's wire protocol, version 1. This comment is the single spec.
+// The rendezvous store's wire protocol, version 2. This comment is the single spec.
 //
 // Framing. Every message is one frame: a 12-byte header, then the payload. All integers on the
 // wire are big-endian.
 //   magic    u32  0x524C525A ("RLRZ")
-//   version  u16  1
+//   version  u16  2
 //   type     u16  a MessageType below
 //   length   u32  payload bytes that follow (at most the receiver's bound, by default
 //                 kDefaultMaxPayload: the largest legal message)
 // A receiver checks magic, version, type and length from the header alone, before it buffers
-// any payload; any failure is fatal to the connection (FrameDecoder stays failed).
+// any payload; any failure is fatal to the connection (FrameDecoder stays failed). Version 1
+// (a Hello of rank and world size, answered by a Challenge) is refused as unsupported: every
+// sidecar of a job runs the same image.
 //
 // Payload fields. u32/u16 are unsigned, i64 is two's complement, all big-endian. A "bytes"
 // field is a u32 length then that many bytes (keys and values are byte strings, not text); a
 // "bytes[]" field is a u32 count then that many bytes fields. Fixed-size fields (the 32-byte
-// nonce and proof) have no length prefix. Every length and count is checked against its bound
+// nonces and proofs) have no length prefix. Every length and count is checked against its bound
 // and against the bytes left in the payload before anything is allocated; a payload with bytes
 // left after its last field is an error.
 //
 // Handshake (the job token never crosses the wire; see auth.h):
-//   C->S  Hello      1  rank u32, world_size u32          (world_size >= 1, rank < world_size)
+//   C->S  Hello      1  rank u32, world_size u32, attempt u32, sent_at_ms i64, nonce [32],
+//                       early_proof [32]                    (world_size >= 1, rank < world_size)
 //         world_size is the store's rank bound (the job's replicas; an elastic job's
 //         maxReplicas), the same in every client of one store; it need not be the barrier's.
-//   S->C  Challenge  2  nonce [32]
+//         attempt is the gang attempt the rank belongs to, or kAnyAttempt. A server that serves
+//         another attempt refuses the Hello ("attempt mismatch"): during a gang restart the old
+//         rank 0 may still answer under the job's DNS name with the same token.
+//         sent_at_ms is the client's wall clock (Unix milliseconds) and nonce 32 random bytes;
+//         early_proof = HMAC-SHA256(token, kEarlyProofLabel || rank || world_size || attempt ||
+//         sent_at_ms || nonce). A server welcomes a Hello with a valid early proof at once when
+//         sent_at_ms is within kEarlyProofWindow of its own clock and it has not welcomed that
+//         nonce before; a valid early proof outside the window, or seen before, is refused
+//         ("stale early proof"), and the client retries with a Hello whose sent_at_ms is 0,
+//         which asks for a Challenge instead (nonce and early_proof then unused).
+//   S->C  Challenge  2  nonce [32]      (only for a Hello with sent_at_ms 0)
 //   C->S  Proof      3  hmac [32]   HMAC-SHA256(token, "ringleader-rendezvous-v1"||nonce||rank)
 //   S->C  Welcome    4  (empty)
 //   S->C  Refused    5  reason bytes (<= kMaxTextBytes); the server then closes
-// Requests follow the Proof (a request before it is a protocol violation). A client need not
-// wait for the Welcome: the server handles frames in order, so requests sent in the Proof's
-// write run only once the Proof is accepted, and die unread with a refused connection. Requests
-// queued behind a pending Wait or Barrier run once it is answered.
+// Requests may follow a Hello with an early proof, or a Proof, in the same write (a request
+// anywhere else before the Welcome is a protocol violation). A client need not wait for the
+// Welcome: the server handles frames in order, so requests sent behind the frame that
+// authenticates run only once it is accepted, and die unread with a refused connection. A
+// rank's whole join (Hello, Set, Barrier, Get) is thus one write. Requests queued behind a
+// pending Wait or Barrier run once it is answered.
 // Before the Welcome the peer is unknown, so a server bounds each frame by the one handshake
-// message its state allows, from the header alone: a Hello (payload <= kHelloPayloadBytes)
-// before the Challenge, then a Proof (<= kProofBytes); any other type or a longer length is
-// refused before a payload byte is buffered. The server reads nothing past the Proof until it
-// has checked it, so requests pipelined behind the Proof wait in the peer's socket (held back by
-// TCP flow control, not by the server's memory) and are bounded as any request once the Welcome
-// is sent. One reply each, in order:
+// message its state allows, from the header alone: a Hello (payload == kHelloPayloadBytes)
+// before anything else, then, after a Challenge, a Proof (<= kProofBytes); any other type or a
+// longer length is refused before a payload byte is buffered. Bytes read behind a handshake
+// frame are decoded only once that frame is accepted and the connection welcomed: nothing an
+// unauthenticated peer sends is kept past the handshake frame. One reply each, in order:
 //   Set         16  key bytes, value bytes                  -> Ok
 //   Get         17  key bytes                               -> Value | NotFound
 //   Wait        18  keys bytes[] (<= kMaxWaitKeys), timeout_ms u32  -> Ok | TimedOut
@@ -71,7 +85,7 @@
 namespace ringleader::rendezvous {
 
 inline constexpr std::uint32_t kMagic = 0x524C525A;  // "RLRZ"
-inline constexpr std::uint16_t kVersion = 1;
+inline constexpr std::uint16_t kVersion = 2;
 inline constexpr std::size_t kHeaderBytes = 12;
 
 inline constexpr std::size_t kMaxKeyBytes = 4 * 1024;
@@ -80,7 +94,10 @@ inline constexpr std::size_t kMaxTextBytes = 64 * 1024;
 inline constexpr std::size_t kMaxWaitKeys = 4096;
 inline constexpr std::size_t kNonceBytes = 32;
 inline constexpr std::size_t kProofBytes = 32;
-inline constexpr std::size_t kHelloPayloadBytes = 8;  // rank u32, world_size u32
+// rank, world_size, attempt (u32 each), sent_at_ms (i64), nonce and early_proof (32 bytes each)
+inline constexpr std::size_t kHelloPayloadBytes = 3 * 4 + 8 + kNonceBytes + kProofBytes;
+// A Hello's attempt that matches any gang attempt the server serves.
+inline constexpr std::uint32_t kAnyAttempt = 0xFFFFFFFF;
 
 // The largest legal payload: CompareSet with a maximal key and two maximal values (Wait with
 // 4096 maximal keys would be larger, 16 MiB; such a Wait is refused by the frame bound).
@@ -95,6 +112,9 @@ inline constexpr std::string_view kConnectedRanksKey = "ringleader/connected-ran
 // decimal text. During a gang restart the old rank 0 may still be reachable under the job's DNS
 // name with the same token; a new rank reads this first and leaves a store of another attempt.
 inline constexpr std::string_view kAttemptKey = "ringleader/attempt";
+
+// How a Refused for a stale early proof ends: the client's next try asks for a Challenge.
+inline constexpr std::string_view kRetryWithChallenge = "retry with a challenge";
 
 enum class MessageType : std::uint16_t {
   kHello = 1,
@@ -231,6 +251,10 @@ struct Hello {
   static constexpr MessageType kType = MessageType::kHello;
   std::uint32_t rank = 0;
   std::uint32_t world_size = 0;
+  std::uint32_t attempt = kAnyAttempt;
+  std::int64_t sent_at_ms = 0;  // 0: no early proof, answer with a Challenge
+  Nonce nonce{};
+  ProofBytes early_proof{};
   std::string Encode() const;
   static Result<Hello> Decode(std::string_view payload);
   bool operator==(const Hello&) const = default;

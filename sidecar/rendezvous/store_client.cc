@@ -103,68 +103,79 @@ Result<std::vector<Message>> ExchangeFrames(int fd, FrameDecoder& decoder, std::
   }
 }
 
-// Refusals that a later attempt may not meet: the server was busy, not wrong about us.
+// Refusals that a later attempt may not meet: the server was busy, not wrong about us, or it is
+// the old rank 0 of another gang attempt, still answering under the job's DNS name.
 bool IsRetryableRefusal(std::string_view reason) {
   return reason == "too many connections" || reason == "handshake timeout" ||
-         reason == "internal error";
+         reason == "internal error" || reason.starts_with("attempt mismatch") ||
+         reason.ends_with(kRetryWithChallenge);
 }
 
 struct HandshakeOutcome {
   bool ok = false;
   bool final_refusal = false;  // a refusal not worth retrying
+  bool retry_with_challenge = false;  // the server did not take the early proof
   std::string error;
-  // With options.attempt: the server's kAttemptKey (nullopt when it has none).
-  std::optional<std::string> served_attempt;
 };
 
-// Hello, Challenge, then the Proof. When the rank belongs to a gang attempt, a Get of the
-// server's attempt rides in the Proof's write: the server answers it only once the Proof is
-// accepted, so checking the attempt costs no round trip of its own.
+// The Hello with an early proof (auth.h), or, with `challenge` (or when the CSPRNG fails), the
+// Hello that asks for a Challenge.
+Hello MakeHello(const ClientOptions& options, bool challenge) {
+  Hello hello;
+  hello.rank = options.rank;
+  hello.world_size = options.max_ranks != 0 ? options.max_ranks : options.world_size;
+  hello.attempt = options.attempt.value_or(kAnyAttempt);
+  const std::optional<Nonce> nonce = challenge ? std::nullopt : MakeNonce();
+  if (nonce) {
+    hello.sent_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    hello.nonce = *nonce;
+    hello.early_proof = ComputeEarlyProof(options.token, hello);
+  }
+  return hello;
+}
+
+// The Hello and the Welcome: one round trip with an early proof, `ahead` (request frames) in the
+// same write; with `challenge`, the Challenge and the Proof first, `ahead` in the Proof's write.
+// The server answers `ahead` only once it has welcomed the rank; their replies stay in decoder.
 HandshakeOutcome Handshake(int fd, FrameDecoder& decoder, const ClientOptions& options,
-                           Clock::time_point deadline) {
+                           bool challenge, std::string_view ahead, Clock::time_point deadline) {
   const auto refused = [](const Refused& r) {
-    return HandshakeOutcome{false, !IsRetryableRefusal(r.reason), "refused: " + r.reason, {}};
+    HandshakeOutcome outcome{false, !IsRetryableRefusal(r.reason), false, "refused: " + r.reason};
+    outcome.retry_with_challenge = r.reason.ends_with(kRetryWithChallenge);
+    return outcome;
   };
-  const std::uint32_t rank_bound = options.max_ranks != 0 ? options.max_ranks : options.world_size;
-  Result<std::vector<Message>> challenge =
-      ExchangeFrames(fd, decoder, EncodeMessage(Hello{options.rank, rank_bound}), 1,
-                     deadline, options.stop);
-  if (!challenge) {
-    return {false, false, "handshake: " + challenge.error(), {}};
+  const Hello hello = MakeHello(options, challenge);
+  std::string frames = EncodeMessage(hello);
+  if (hello.sent_at_ms == 0) {
+    Result<std::vector<Message>> reply =
+        ExchangeFrames(fd, decoder, frames, 1, deadline, options.stop);
+    if (!reply) {
+      return {false, false, false, "handshake: " + reply.error()};
+    }
+    if (const auto* r = std::get_if<Refused>(&reply.value()[0])) {
+      return refused(*r);
+    }
+    const auto* c = std::get_if<Challenge>(&reply.value()[0]);
+    if (c == nullptr) {
+      return {false, false, false, "handshake: expected Challenge"};
+    }
+    frames = EncodeMessage(Proof{ComputeProof(options.token, c->nonce, options.rank)});
   }
-  if (const auto* r = std::get_if<Refused>(&challenge.value()[0])) {
-    return refused(*r);
-  }
-  const auto* c = std::get_if<Challenge>(&challenge.value()[0]);
-  if (c == nullptr) {
-    return {false, false, "handshake: expected Challenge", {}};
-  }
-  Proof proof;
-  proof.hmac = ComputeProof(options.token, c->nonce, options.rank);
-  std::string frames = EncodeMessage(proof);
-  if (options.attempt) {
-    frames += EncodeMessage(Get{std::string(kAttemptKey)});
-  }
+  frames.append(ahead);
   Result<std::vector<Message>> welcome =
-      ExchangeFrames(fd, decoder, frames, options.attempt ? 2 : 1, deadline, options.stop);
+      ExchangeFrames(fd, decoder, frames, 1, deadline, options.stop);
   if (!welcome) {
-    return {false, false, "handshake: " + welcome.error(), {}};
+    return {false, false, false, "handshake: " + welcome.error()};
   }
   if (const auto* r = std::get_if<Refused>(&welcome.value()[0])) {
     return refused(*r);
   }
   if (!std::holds_alternative<Welcome>(welcome.value()[0])) {
-    return {false, false, "handshake: expected Welcome", {}};
+    return {false, false, false, "handshake: expected Welcome"};
   }
-  HandshakeOutcome outcome{true, false, "", {}};
-  if (options.attempt) {
-    if (const auto* value = std::get_if<Value>(&welcome.value()[1])) {
-      outcome.served_attempt = value->value;
-    } else if (!std::holds_alternative<NotFound>(welcome.value()[1])) {
-      return {false, false, "handshake: unexpected reply to the attempt Get", {}};
-    }
-  }
-  return outcome;
+  return {true, false, false, ""};
 }
 
 std::vector<std::string> SplitList(std::string_view text) {
@@ -197,26 +208,12 @@ std::vector<std::uint32_t> ParseMissingRanks(std::string_view text) {
   return ranks;
 }
 
-namespace {
-
-// Why a freshly authenticated connection is to a store of another gang attempt, or nullopt when
-// it is the right one (or no attempt was asked for).
-std::optional<std::string> WrongAttempt(const HandshakeOutcome& outcome,
-                                        const ClientOptions& options) {
-  if (!options.attempt) {
-    return std::nullopt;
-  }
-  const std::string wanted = std::to_string(*options.attempt);
-  if (outcome.served_attempt == wanted) {
-    return std::nullopt;
-  }
-  return "it serves gang attempt " + outcome.served_attempt.value_or("(none)") +
-         ", and this rank belongs to attempt " + wanted;
+Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& options) {
+  return ConnectSending(options, [] { return std::string(); });
 }
 
-}  // namespace
-
-Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& options) {
+Result<std::unique_ptr<StoreClient>> StoreClient::ConnectSending(
+    const ClientOptions& options, const std::function<std::string()>& ahead) {
   using R = Result<std::unique_ptr<StoreClient>>;
   const std::string server_name =
       "rendezvous server " + HostPort(options.host, options.port) + " (rank 0)";
@@ -224,28 +221,31 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
   std::mt19937_64 random(std::random_device{}());
   auto backoff = std::max(options.initial_backoff, std::chrono::milliseconds(1));
   std::string last_error;
+  bool challenge = false;  // once a server has not taken an early proof, ask for a Challenge
   while (true) {
     const Clock::time_point attempt_deadline =
         std::min(options.deadline, Clock::now() + options.io_timeout);
     Result<int> dialed = Dial(options.host, options.port, attempt_deadline, options.stop);
     std::string error;
+    bool again_at_once = false;
     if (dialed) {
       UniqueFd fd(dialed.value());
       FrameDecoder decoder(options.max_frame_payload);
-      HandshakeOutcome outcome = Handshake(fd.get(), decoder, options, attempt_deadline);
+      HandshakeOutcome outcome =
+          Handshake(fd.get(), decoder, options, challenge, ahead(), attempt_deadline);
       if (outcome.ok) {
-        std::optional<std::string> wrong_attempt = WrongAttempt(outcome, options);
-        if (!wrong_attempt) {
-          return std::make_unique<StoreClient>(Passkey(), fd.release(), server_name, options);
-        }
-        error = std::move(*wrong_attempt);  // fd closes; the next try may find the right rank 0
-      } else if (outcome.final_refusal) {
+        return std::make_unique<StoreClient>(Passkey(), fd.release(), std::move(decoder),
+                                             server_name, options);
+      }
+      if (outcome.final_refusal) {
         return R::Failure(server_name + " " + outcome.error + " (rank " +
                           std::to_string(options.rank) + " of " +
                           std::to_string(options.world_size) + ")");
-      } else {
-        error = std::move(outcome.error);
       }
+      // The server's clock and ours disagree (or a nonce came back): the challenge needs none.
+      again_at_once = outcome.retry_with_challenge && !challenge;
+      challenge = challenge || outcome.retry_with_challenge;
+      error = std::move(outcome.error);
     } else {
       error = dialed.error();
     }
@@ -263,6 +263,9 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
     if (options.on_attempt_failed) {
       options.on_attempt_failed(last_error);
     }
+    if (again_at_once) {
+      continue;
+    }
     std::uniform_int_distribution<long long> jitter(0, backoff.count());
     const auto pause = std::min<Clock::duration>(std::chrono::milliseconds(jitter(random)),
                                                  options.deadline - now);
@@ -276,14 +279,15 @@ Result<std::unique_ptr<StoreClient>> StoreClient::Connect(const ClientOptions& o
                     " s: " + last_error);
 }
 
-StoreClient::StoreClient(Passkey, int fd, std::string server_name, const ClientOptions& options)
+StoreClient::StoreClient(Passkey, int fd, FrameDecoder decoder, std::string server_name,
+                         const ClientOptions& options)
     : fd_(fd),
       server_name_(std::move(server_name)),
       rank_(options.rank),
       world_size_(options.world_size),
       io_timeout_(options.io_timeout),
       stop_(options.stop),
-      decoder_(options.max_frame_payload) {}
+      decoder_(std::move(decoder)) {}
 
 StoreClient::~StoreClient() {
   if (fd_ >= 0) {
@@ -482,21 +486,59 @@ Result<BarrierOutcome> StoreClient::BarrierFrom(const Message& reply) {
   return Result<BarrierOutcome>::Failure(*broken_);
 }
 
+namespace {
+
+std::string SetBarrierGetFrames(const SetBarrierGet& request) {
+  std::string frames =
+      EncodeMessage(rendezvous::Set{request.key, request.value}) +
+      EncodeMessage(rendezvous::Barrier{request.barrier, ClampMillis(request.timeout)});
+  for (const std::string& get : request.keys) {
+    frames += EncodeMessage(rendezvous::Get{get});
+  }
+  return frames;
+}
+
+}  // namespace
+
 Result<SetBarrierGetOutcome> StoreClient::SetBarrierMultiGet(std::string_view key,
                                                              std::string_view value,
                                                              std::string_view barrier,
                                                              std::chrono::milliseconds timeout,
                                                              const std::vector<std::string>& keys) {
-  using R = Result<SetBarrierGetOutcome>;
+  const SetBarrierGet request{std::string(key), std::string(value), std::string(barrier), timeout,
+                              keys};
   std::lock_guard<std::mutex> lock(mutex_);
-  std::string frames =
-      EncodeMessage(rendezvous::Set{std::string(key), std::string(value)}) +
-      EncodeMessage(rendezvous::Barrier{std::string(barrier), ClampMillis(timeout)});
-  for (const std::string& get : keys) {
-    frames += EncodeMessage(rendezvous::Get{get});
+  return SetBarrierGetReplies(request, SetBarrierGetFrames(request));
+}
+
+Result<ConnectedSetBarrierGet> StoreClient::ConnectSetBarrierMultiGet(
+    const ClientOptions& options, const SetBarrierGet& request) {
+  // Each try sends what is left of the barrier's timeout, so that it ends when it would have
+  // had the rank connected at once.
+  const Clock::time_point start = Clock::now();
+  Result<std::unique_ptr<StoreClient>> connected = ConnectSending(options, [&] {
+    SetBarrierGet left = request;
+    left.timeout = std::max(std::chrono::milliseconds(1),
+                            request.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  Clock::now() - start));
+    return SetBarrierGetFrames(left);
+  });
+  if (!connected) {
+    return Result<ConnectedSetBarrierGet>::Failure(connected.error());
   }
-  Result<std::vector<Message>> got =
-      Exchange("Set+Barrier+Get", frames, 2 + keys.size(), Clock::now() + io_timeout_ + timeout);
+  std::unique_ptr<StoreClient> client = std::move(connected).value();
+  Result<SetBarrierGetOutcome> outcome = [&] {
+    std::lock_guard<std::mutex> lock(client->mutex_);
+    return client->SetBarrierGetReplies(request, "");  // sent with the handshake
+  }();
+  return ConnectedSetBarrierGet{std::move(client), std::move(outcome)};
+}
+
+Result<SetBarrierGetOutcome> StoreClient::SetBarrierGetReplies(const SetBarrierGet& request,
+                                                               const std::string& frames) {
+  using R = Result<SetBarrierGetOutcome>;
+  Result<std::vector<Message>> got = Exchange("Set+Barrier+Get", frames, 2 + request.keys.size(),
+                                              Clock::now() + io_timeout_ + request.timeout);
   if (!got) {
     return R::Failure(got.error());
   }

@@ -33,9 +33,9 @@ struct ClientOptions {
   // The store's rank bound, sent in the Hello (ServerOptions::max_ranks); 0 means world_size.
   // An elastic job's Pods all send its maxReplicas, whatever their world.
   std::uint32_t max_ranks = 0;
-  // The gang attempt this rank belongs to. When set, Connect leaves a store that serves another
-  // attempt (kAttemptKey) and retries, as it would a refused connection: during a gang restart
-  // the old rank 0 can still answer under the job's DNS name with the same token.
+  // The gang attempt this rank belongs to, sent in the Hello. When set, a store that serves
+  // another attempt refuses the rank and Connect retries, as it would a busy server: during a
+  // gang restart the old rank 0 can still answer under the job's DNS name with the same token.
   std::optional<std::uint32_t> attempt = std::nullopt;
   // Connect retries until here (refused, reset, unresolvable, handshake failed).
   std::chrono::steady_clock::time_point deadline;
@@ -67,6 +67,16 @@ struct SetBarrierGetOutcome {
   BarrierOutcome barrier;
   std::vector<std::optional<std::string>> values;  // one per key; empty when the barrier timed out
 };
+// A rank's join: publish key = value, meet at barrier (waiting at most timeout), read keys.
+struct SetBarrierGet {
+  std::string key;
+  std::string value;
+  std::string barrier;
+  std::chrono::milliseconds timeout{0};
+  std::vector<std::string> keys;
+};
+class StoreClient;
+struct ConnectedSetBarrierGet;
 
 // The missing list a TimedOut carries ("3,7", possibly ending in "...") as ranks; anything that
 // is not a rank is skipped.
@@ -78,6 +88,13 @@ class StoreClient {
   // (wrong token, bad rank) is returned at once. Errors read like "rendezvous server 10.0.0.1:29500 (rank 0)
   // unreachable for 300 s: connection refused".
   static Result<std::unique_ptr<StoreClient>> Connect(const ClientOptions& options);
+  // Connect and SetBarrierMultiGet in one: the join's requests ride in the Hello's write, behind
+  // its early proof (protocol.h), so a rank joins with one write and one round trip besides the
+  // barrier's wait. The barrier waits at most request.timeout from this call, however long
+  // connecting takes. Fails as Connect does; once connected, the join's own outcome is returned
+  // beside the client.
+  static Result<ConnectedSetBarrierGet> ConnectSetBarrierMultiGet(const ClientOptions& options,
+                                                                  const SetBarrierGet& request);
 
   ~StoreClient();
   StoreClient(const StoreClient&) = delete;
@@ -119,9 +136,17 @@ class StoreClient {
   };
 
  public:
-  StoreClient(Passkey, int fd, std::string server_name, const ClientOptions& options);
+  StoreClient(Passkey, int fd, FrameDecoder decoder, std::string server_name,
+              const ClientOptions& options);
 
  private:
+  // Connect, with ahead()'s request frames (made anew for each try) sent in the write that
+  // authenticates; their replies are left for the client to read.
+  static Result<std::unique_ptr<StoreClient>> ConnectSending(
+      const ClientOptions& options, const std::function<std::string()>& ahead);
+  // Sends frames (empty: they were sent already) and reads the join's replies. Holds mutex_.
+  Result<SetBarrierGetOutcome> SetBarrierGetReplies(const SetBarrierGet& request,
+                                                    const std::string& frames);
 
   // Sends the frames and reads one reply per frame, all before deadline.
   Result<std::vector<Message>> Exchange(std::string_view op, const std::string& frames,
@@ -144,6 +169,11 @@ class StoreClient {
   const std::atomic<bool>* stop_;  // ClientOptions::stop
   FrameDecoder decoder_;
   std::optional<std::string> broken_;  // the first I/O failure, repeated thereafter
+};
+
+struct ConnectedSetBarrierGet {
+  std::unique_ptr<StoreClient> client;
+  Result<SetBarrierGetOutcome> outcome;
 };
 
 }  // namespace ringleader::rendezvous

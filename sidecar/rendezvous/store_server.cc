@@ -3,6 +3,7 @@
 #include "sidecar/rendezvous/store_server.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -15,6 +16,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include <pthread.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -25,6 +28,7 @@
 #include "sidecar/rendezvous/accept_loop.h"
 #include "sidecar/rendezvous/reply_buffer.h"
 #include "sidecar/rendezvous/auth.h"
+#include "sidecar/rendezvous/early_proof_nonces.h"
 
 namespace ringleader::rendezvous {
 namespace {
@@ -33,7 +37,7 @@ namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
 using boost::system::error_code;
 
-// Bytes read per readiness event before other connections get a turn.
+// Bytes read per readiness event, past a connection's first buffer, before others get a turn.
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kReadsPerEvent = 4;
 // How long a refused connection may take to receive its Refused frame before it is cut off.
@@ -317,9 +321,9 @@ std::string EndpointText(const std::string& address, std::uint16_t port) {
   return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
-// A Hello's two fields, unchecked, when the payload has the right size.
-std::optional<Hello> HelloFields(std::string_view payload) {
-  if (payload.size() != 8) {
+// A Hello's rank and world size, unchecked, when the payload has a Hello's size.
+std::optional<std::pair<std::uint32_t, std::uint32_t>> HelloRankAndWorld(std::string_view payload) {
+  if (payload.size() != kHelloPayloadBytes) {
     return std::nullopt;
   }
   const auto u32 = [&](std::size_t at) {
@@ -329,7 +333,13 @@ std::optional<Hello> HelloFields(std::string_view payload) {
     }
     return v;
   };
-  return Hello{u32(0), u32(4)};
+  return std::pair(u32(0), u32(4));
+}
+
+std::int64_t WallClockMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -378,6 +388,8 @@ class StoreServer::Core {
     }
     Accept();
     thread_ = std::thread([this] {
+      // Named, so that top -H and perf tell the store's thread from the sidecar's others.
+      ::pthread_setname_np(::pthread_self(), "rl-store");
       io_.run();
       // Nonces come from OpenSSL's per-thread generator; free it with the thread.
       OPENSSL_thread_stop();
@@ -458,13 +470,38 @@ class StoreServer::Core {
   }
 
   // Connections in their handshake, oldest first; the position lets one leave in O(1).
-  using HandshakeEntry = std::list<Connection*>::iterator;
+  struct Handshaking {
+    Connection* connection;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  using HandshakeEntry = std::list<Handshaking>::iterator;
   HandshakeEntry OnHandshakeStarted(Connection* connection) {
-    handshaking_.push_back(connection);
+    handshaking_.push_back(
+        {connection, std::chrono::steady_clock::now() + options_.handshake_timeout});
+    ArmHandshakeTimer();
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.unauthenticated = handshaking_.size();
     return std::prev(handshaking_.end());
   }
+
+  // One timer for every handshake's deadline, set for the oldest: the list is in accept order,
+  // so deadlines ascend along it. A timer per connection would, once the ranks' barrier timers
+  // fill the queue, be the earliest each time and cost a timerfd_settime per connection.
+  void ArmHandshakeTimer() {
+    if (handshake_timer_armed_ || handshaking_.empty() || stopping_) {
+      return;
+    }
+    handshake_timer_armed_ = true;
+    handshake_timer_.expires_at(handshaking_.front().deadline);
+    handshake_timer_.async_wait([this](const error_code& ec) {
+      handshake_timer_armed_ = false;
+      if (!ec) {
+        ExpireHandshakes();
+      }
+    });
+  }
+
+  void ExpireHandshakes();
   void OnHandshakeEnded(HandshakeEntry entry) {
     handshaking_.erase(entry);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -514,9 +551,12 @@ class StoreServer::Core {
   std::uint16_t port_ = 0;
   bool stopping_ = false;
   Store store_;
+  EarlyProofNonces early_proof_nonces_{options_.early_proof_window.count()};
   std::vector<char> read_buffer_;  // shared: a read is consumed before the next one starts
   std::unordered_map<Connection*, std::shared_ptr<Connection>> connections_;
-  std::list<Connection*> handshaking_;  // not yet welcomed nor refused, in accept order
+  std::list<Handshaking> handshaking_;  // not yet welcomed nor refused, in accept order
+  asio::steady_timer handshake_timer_{io_};  // for the front of handshaking_
+  bool handshake_timer_armed_ = false;
   std::size_t closing_ = 0;  // refused or finishing, kept open to deliver their last bytes
 
   mutable std::mutex mutex_;  // guards stats_ and connected_ranks_, read from other threads
@@ -544,7 +584,6 @@ class StoreServer::Core::Connection final : public Waiter,
     socket_.non_blocking(true, ignored);
     handshake_entry_ = core_.OnHandshakeStarted(this);
     decoder_.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
-    ArmTimer(core_.options_.handshake_timeout, TimerPurpose::kHandshake);
     ArmRead();
   }
 
@@ -615,7 +654,7 @@ class StoreServer::Core::Connection final : public Waiter,
 
  private:
   enum class State : std::uint8_t { kAwaitHello, kAwaitProof, kReady, kClosing, kClosed };
-  enum class TimerPurpose : std::uint8_t { kHandshake, kRequest, kLinger };
+  enum class TimerPurpose : std::uint8_t { kRequest, kLinger };
 
   // Every state change goes through here: it keeps the Core's handshake list and closing count.
   void SetState(State next) {
@@ -699,57 +738,69 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     // A closing connection is drained (and its bytes dropped) only once its Refused is out.
     if (state_ == State::kClosing ? !draining_ : OverBudget()) {
-      unread_may_remain_ = true;  // what arrives now signals readiness to no wait
       return;
     }
     read_armed_ = true;
-    if (unread_may_remain_) {
-      // Asio's epoll reactor is edge-triggered and async_wait does not look at readiness first:
-      // bytes (or the FIN) whose edge came and went would never wake it. Read now instead.
-      asio::post(core_.io_, [self = shared_from_this()] { self->OnReadable(error_code()); });
-      return;
-    }
-    socket_.async_wait(tcp::socket::wait_read,
-                       [self = shared_from_this()](const error_code& ec) { self->OnReadable(ec); });
+    // async_read_some tries the read at once unless Asio saw the socket drained since its last
+    // readiness edge, and otherwise waits on the registration the socket got when it was
+    // accepted: no epoll_ctl per read, and no edge missed (an async_wait re-arms each time).
+    socket_.async_read_some(asio::buffer(first_read_),
+                            [self = shared_from_this()](const error_code& ec, std::size_t n) {
+                              self->OnRead(ec, n);
+                            });
   }
 
-  void OnReadable(const error_code& ec) {
+  void OnRead(const error_code& ec, std::size_t n) {
     read_armed_ = false;
     if (state_ == State::kClosed) {
       return;
     }
-    if (ec) {
-      Close();
+    if (ec == asio::error::eof && state_ != State::kClosing) {
+      peer_closed_ = true;  // answer what it sent, then close (see Pump)
+    } else if (ec) {
+      Close();  // reset, or the end of a refused client's stream
+      return;
+    } else if (!Take(std::string_view(first_read_.data(), n))) {
       return;
     }
-    // Until a read comes back short, empty or at the end, the socket may hold more.
-    unread_may_remain_ = true;
-    for (int i = 0; i < kReadsPerEvent; ++i) {
-      // In the handshake, no byte past the frame the state expects is read: requests pipelined
-      // behind the Proof stay in the socket until the Proof is accepted (protocol.h).
-      const bool handshaking = InHandshake();
-      const std::size_t want = handshaking
-                                   ? std::min(decoder_.BytesToFrameEnd(), core_.read_buffer_.size())
-                                   : core_.read_buffer_.size();
+    // A full first buffer may have left more in the socket: read on into the shared buffer.
+    bool more = !ec && n == first_read_.size();
+    for (int i = 0; more && i < kReadsPerEvent && !OverBudget(); ++i) {
       error_code read_ec;
-      const std::size_t n =
-          socket_.read_some(asio::buffer(core_.read_buffer_.data(), want), read_ec);
+      const std::size_t got = socket_.read_some(asio::buffer(core_.read_buffer_), read_ec);
       if (read_ec == asio::error::would_block || read_ec == asio::error::try_again) {
-        unread_may_remain_ = false;
         break;
       }
       if (read_ec == asio::error::eof && state_ != State::kClosing) {
-        peer_closed_ = true;  // answer what it sent, then close (see Pump)
+        peer_closed_ = true;
         break;
       }
       if (read_ec) {
-        Close();  // reset, or the end of a refused client's stream
+        Close();
         return;
       }
-      if (state_ == State::kClosing) {
-        continue;  // draining a refused client
+      if (!Take(std::string_view(core_.read_buffer_.data(), got))) {
+        return;
       }
-      if (!decoder_.Feed(std::string_view(core_.read_buffer_.data(), n))) {
+      more = got == core_.read_buffer_.size();
+    }
+    Account();
+    Pump();
+  }
+
+  // Decodes bytes read. In the handshake only the handshake frame is decoded, and handled at
+  // once: the bytes behind it are decoded only if it got the connection welcomed (protocol.h),
+  // so nothing an unauthenticated peer sends is kept past that frame. False once the connection
+  // was refused or closed.
+  bool Take(std::string_view data) {
+    if (state_ == State::kClosing) {
+      return true;  // draining a refused client
+    }
+    while (!data.empty()) {
+      const bool handshaking = InHandshake();
+      const std::size_t take =
+          handshaking ? std::min(data.size(), decoder_.BytesToFrameEnd()) : data.size();
+      if (!decoder_.Feed(data.substr(0, take))) {
         const FrameError& error = *decoder_.error();
         if (error.code == FrameErrorCode::kUnsupportedVersion) {
           Refuse(refusal::kUnsupportedVersion, "unsupported protocol version");
@@ -758,26 +809,29 @@ class StoreServer::Core::Connection final : public Waiter,
         } else {
           Refuse(refusal::kBadFrame, "bad frame: " + error.message);
         }
-        return;
+        return false;
       }
-      bool got_frame = false;
+      data.remove_prefix(take);
       while (std::optional<Frame> frame = decoder_.Next()) {
         queued_bytes_ += kHeaderBytes + frame->payload.size();
         queued_.push_back(std::move(*frame));
-        got_frame = true;
       }
-      if (n < want) {
-        // Drained for now: later bytes raise a new edge, seen by the wait ArmRead arms next.
-        unread_may_remain_ = false;
+      if (!handshaking) {
         break;
       }
-      // A handshake frame is handled before reading on, since it decides what may follow.
-      if (OverBudget() || (handshaking && got_frame)) {
-        break;
+      ProcessFrames();  // the handshake frame, if it is complete
+      if (state_ >= State::kClosing) {
+        return false;
+      }
+      if (InHandshake() && !data.empty()) {
+        // Only a welcomed Hello or Proof may have requests behind it; a Hello that asked for a
+        // Challenge cannot have its Proof behind it.
+        Refuse(refusal::kProtocolViolation,
+               "protocol violation: bytes sent behind a Hello before its Challenge");
+        return false;
       }
     }
-    Account();
-    Pump();
+    return true;
   }
 
   void ProcessFrames() {
@@ -796,34 +850,7 @@ class StoreServer::Core::Connection final : public Waiter,
 
   void HandleHandshake(const Frame& frame) {
     if (state_ == State::kAwaitHello) {
-      if (frame.type != MessageType::kHello) {
-        return Refuse(refusal::kProtocolViolation, "protocol violation: expected Hello, got " +
-                                                       std::string(MessageTypeName(frame.type)));
-      }
-      // The fields first: Hello::Decode also rejects rank >= world_size, which is a bad rank
-      // rather than a bad frame.
-      if (const std::optional<Hello> fields = HelloFields(frame.payload)) {
-        if (fields->world_size != core_.max_ranks()) {
-          return Refuse(refusal::kWorldSizeMismatch, "world size mismatch");
-        }
-        if (fields->rank >= core_.max_ranks()) {
-          return Refuse(refusal::kBadRank, "rank out of range");
-        }
-      }
-      Result<Hello> hello = Hello::Decode(frame.payload);
-      if (!hello) {
-        return Refuse(refusal::kBadFrame, "bad frame: " + hello.error());
-      }
-      const std::optional<Nonce> nonce = MakeNonce();
-      if (!nonce) {
-        return Refuse(refusal::kInternalError, "internal error");
-      }
-      rank_ = hello.value().rank;
-      nonce_ = *nonce;
-      SetState(State::kAwaitProof);
-      decoder_.ExpectOnly(MessageType::kProof, kProofBytes);
-      replies_.pending() += EncodeMessage(Challenge{nonce_});
-      return;
+      return HandleHello(frame);
     }
     if (frame.type != MessageType::kProof) {
       return Refuse(refusal::kProtocolViolation, "protocol violation: expected Proof, got " +
@@ -836,13 +863,75 @@ class StoreServer::Core::Connection final : public Waiter,
     if (!VerifyProof(core_.options_.token, nonce_, rank_, proof.value().hmac)) {
       return Refuse(refusal::kAuthenticationFailed, "authentication failed");
     }
+    Welcome();
+  }
+
+  void HandleHello(const Frame& frame) {
+    if (frame.type != MessageType::kHello) {
+      return Refuse(refusal::kProtocolViolation, "protocol violation: expected Hello, got " +
+                                                     std::string(MessageTypeName(frame.type)));
+    }
+    // The fields first: Hello::Decode also rejects rank >= world_size, which is a bad rank
+    // rather than a bad frame.
+    if (const auto fields = HelloRankAndWorld(frame.payload)) {
+      if (fields->second != core_.max_ranks()) {
+        return Refuse(refusal::kWorldSizeMismatch, "world size mismatch");
+      }
+      if (fields->first >= core_.max_ranks()) {
+        return Refuse(refusal::kBadRank, "rank out of range");
+      }
+    }
+    Result<Hello> decoded = Hello::Decode(frame.payload);
+    if (!decoded) {
+      return Refuse(refusal::kBadFrame, "bad frame: " + decoded.error());
+    }
+    const Hello& hello = decoded.value();
+    rank_ = hello.rank;
+    attempt_ = hello.attempt;
+    if (hello.sent_at_ms == 0) {
+      const std::optional<Nonce> nonce = MakeNonce();
+      if (!nonce) {
+        return Refuse(refusal::kInternalError, "internal error");
+      }
+      nonce_ = *nonce;
+      SetState(State::kAwaitProof);
+      decoder_.ExpectOnly(MessageType::kProof, kProofBytes);
+      replies_.pending() += EncodeMessage(Challenge{nonce_});
+      return;
+    }
+    if (!VerifyEarlyProof(core_.options_.token, hello)) {
+      return Refuse(refusal::kAuthenticationFailed, "authentication failed");
+    }
+    const std::int64_t now = WallClockMillis();
+    if (!core_.early_proof_nonces_.Admit(hello.nonce, hello.sent_at_ms, now)) {
+      const std::int64_t off = hello.sent_at_ms - now;
+      const std::int64_t window = core_.options_.early_proof_window.count();
+      const bool in_window = off >= -window && off <= window;
+      return Refuse(refusal::kStaleProof,
+                    "stale early proof: " +
+                        (in_window ? std::string("its nonce was used before")
+                                   : "sent " + std::to_string(off) +
+                                         " ms from the server's clock, outside +-" +
+                                         std::to_string(std::max<std::int64_t>(window, 0)) +
+                                         " ms") +
+                        "; " + std::string(kRetryWithChallenge));
+    }
+    Welcome();
+  }
+
+  // The handshake is done: refuses a rank of another gang attempt, else welcomes it.
+  void Welcome() {
+    if (attempt_ != kAnyAttempt && attempt_ != core_.options_.attempt) {
+      return Refuse(refusal::kAttemptMismatch,
+                    "attempt mismatch: this store serves gang attempt " +
+                        std::to_string(core_.options_.attempt) + ", not " +
+                        std::to_string(attempt_));
+    }
     SetState(State::kReady);
     decoder_.ExpectAny();
     authenticated_ = true;
-    ++timer_generation_;
-    timer_.cancel();
     core_.OnAuthenticated(rank_);
-    replies_.pending() += EncodeMessage(Welcome{});
+    replies_.pending() += EncodeMessage(rendezvous::Welcome{});
   }
 
   void HandleRequest(Frame frame) {
@@ -923,9 +1012,6 @@ class StoreServer::Core::Connection final : public Waiter,
 
   void OnTimer(TimerPurpose purpose) {
     switch (purpose) {
-      case TimerPurpose::kHandshake:
-        Refuse(refusal::kHandshakeTimeout, "handshake timeout");
-        return;
       case TimerPurpose::kRequest:
         if (pending_) {
           SetPending(false);
@@ -980,17 +1066,16 @@ class StoreServer::Core::Connection final : public Waiter,
 
   Core& core_;
   tcp::socket socket_;
-  asio::steady_timer timer_;  // handshake deadline, then a pending request's, then the linger
+  asio::steady_timer timer_;  // a pending request's deadline, then the linger
   std::uint64_t timer_generation_ = 0;
   FrameDecoder decoder_;
   std::deque<Frame> queued_;
   std::size_t queued_bytes_ = 0;
   ReplyBuffer replies_;
+  // What one readiness event reads first: a rank's whole join (Hello, Set, Barrier, Get) fits.
+  std::array<char, 256> first_read_{};
   bool read_armed_ = false;
   bool draining_ = false;
-  // The socket may hold bytes no readiness edge will announce again: the next ArmRead reads at
-  // once rather than waiting. True at first, as the Hello can come before the first wait.
-  bool unread_may_remain_ = true;
   bool peer_closed_ = false;  // the client has shut down its sending side
   bool pending_ = false;  // a Wait or Barrier is registered with the Store
   bool pump_posted_ = false;
@@ -999,7 +1084,8 @@ class StoreServer::Core::Connection final : public Waiter,
   std::optional<HandshakeEntry> handshake_entry_;  // while in the Core's handshake list
   std::size_t accounted_bytes_ = 0;  // this connection's share of ServerStats::buffered_bytes
   std::uint32_t rank_ = 0;
-  Nonce nonce_{};
+  std::uint32_t attempt_ = kAnyAttempt;  // the Hello's
+  Nonce nonce_{};  // the Challenge's
 };
 
 void StoreServer::Core::OnAccepted(tcp::socket socket) {
@@ -1011,7 +1097,7 @@ void StoreServer::Core::OnAccepted(tcp::socket socket) {
   }
   // A full handshake cap makes room by evicting the oldest handshake (see ServerOptions).
   if (!handshaking_.empty() && handshaking_.size() >= options_.max_unauthenticated_connections) {
-    const std::shared_ptr<Connection> oldest = connections_.at(handshaking_.front());
+    const std::shared_ptr<Connection> oldest = connections_.at(handshaking_.front().connection);
     oldest->Refuse(refusal::kTooManyConnections, "too many connections");
   }
   const bool too_many = connections_.size() - closing_ >= options_.max_connections ||
@@ -1023,11 +1109,22 @@ void StoreServer::Core::OnAccepted(tcp::socket socket) {
   }
 }
 
+void StoreServer::Core::ExpireHandshakes() {
+  const auto now = std::chrono::steady_clock::now();
+  while (!handshaking_.empty() && handshaking_.front().deadline <= now) {
+    // Refusing takes the connection off the list.
+    const std::shared_ptr<Connection> late = connections_.at(handshaking_.front().connection);
+    late->Refuse(refusal::kHandshakeTimeout, "handshake timeout");
+  }
+  ArmHandshakeTimer();
+}
+
 void StoreServer::Core::Shutdown() {
   stopping_ = true;
   error_code ignored;
   acceptor_.close(ignored);
   accept_retry_.cancel();
+  handshake_timer_.cancel();
   if (guest_) {
     guest_->Shutdown();
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sidecar/rendezvous/auth.h"
 #include "sidecar/rendezvous/protocol.h"
 
 namespace boost::asio {
@@ -41,6 +42,10 @@ inline constexpr std::string_view kHandshakeTimeout = "handshake_timeout";
 inline constexpr std::string_view kProtocolViolation = "protocol_violation";  // e.g. Set before auth
 inline constexpr std::string_view kTooManyConnections = "too_many_connections";
 inline constexpr std::string_view kInternalError = "internal_error";  // the CSPRNG failed
+// A valid early proof outside the server's window, or one it has welcomed before (auth.h).
+inline constexpr std::string_view kStaleProof = "stale_proof";
+// A Hello for another gang attempt than the one the store serves.
+inline constexpr std::string_view kAttemptMismatch = "attempt_mismatch";
 }  // namespace refusal
 
 struct ServerOptions {
@@ -54,8 +59,12 @@ struct ServerOptions {
   // while its first barrier waits for the Pods it started with; a rank at or above world_size
   // that enters a Barrier is answered Error.
   std::uint32_t max_ranks = 0;
-  // The gang attempt this store serves, answered on kAttemptKey (see protocol.h).
+  // The gang attempt this store serves: a Hello for another is refused, and kAttemptKey answers
+  // it (see protocol.h).
   std::uint32_t attempt = 0;
+  // How far a Hello's sent_at_ms may be from this server's clock for its early proof to be
+  // welcomed (auth.h); negative welcomes none, so every client is challenged.
+  std::chrono::milliseconds early_proof_window = kEarlyProofWindow;
   // From accept to Welcome; a client that has not finished the handshake by then is closed.
   std::chrono::milliseconds handshake_timeout{10'000};
   // Bounds requests from a welcomed client; before the Welcome a frame may be only the

@@ -17,11 +17,11 @@ constexpr std::array<RendezvousFailure, 5> kRendezvousFailures = {
     RendezvousFailure::kTimeout, RendezvousFailure::kConnect, RendezvousFailure::kRefused,
     RendezvousFailure::kProtocol, RendezvousFailure::kMismatch};
 namespace refusal = rendezvous::refusal;
-constexpr std::array<std::string_view, 10> kRefusedReasons = {
+constexpr std::array<std::string_view, 12> kRefusedReasons = {
     refusal::kBadFrame,          refusal::kUnsupportedVersion, refusal::kAuthenticationFailed,
     refusal::kBadRank,           refusal::kWorldSizeMismatch,  refusal::kHandshakeTimeout,
     refusal::kProtocolViolation, refusal::kTooManyConnections, refusal::kInternalError,
-    "other"};
+    refusal::kStaleProof,        refusal::kAttemptMismatch,    "other"};
 constexpr std::array<std::string_view, 7> kTrainerStoreCloseReasons = {
     rendezvous::torch_close::kUnknownQuery, rendezvous::torch_close::kTooLarge,
     rendezvous::torch_close::kProtocolViolation, rendezvous::torch_close::kBadRequest,

@@ -22,6 +22,7 @@
 // Ranks reach the server at 127.0.0.1 to 127.0.0.16 (see RedisHost), so it must listen on all 16.
 //   redis_rendezvous_bench --port 6379 --ranks 1024,4096,16384 --repetitions 3
 //                          [--client async|gloo] [--threads 2] [--window 1024] [--processes 2]
+//                          [--server-pid PID]  (redis-server's: prints the CPU each side used)
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -50,6 +51,7 @@
 #include <hiredis/hiredis.h>
 
 #include "tests/bench/bench_args.h"
+#include "tests/bench/cpu_seconds.h"
 #include "tests/bench/hiredis_asio.h"
 
 namespace ringleader::bench {
@@ -68,6 +70,7 @@ struct Args {
   int threads = 0;  // client threads (per process for gloo); 0: 2 for async, 4 for gloo
   int window = 1024;  // async: ranks joining at once per client thread
   int processes = 2;  // gloo only
+  int server_pid = 0;  // redis-server's, to print the CPU it used per run (async only)
 };
 
 Args ParseArgs(int argc, char** argv) {
@@ -75,6 +78,8 @@ Args ParseArgs(int argc, char** argv) {
   ParseFlags(argc, argv, [&](const std::string& flag, const std::string& value) {
     if (flag == "--port") {
       args.port = std::stoi(value);
+    } else if (flag == "--server-pid") {
+      args.server_pid = std::stoi(value);
     } else if (flag == "--ranks") {
       args.ranks = ParseList<std::uint32_t>(value);
     } else if (flag == "--repetitions") {
@@ -508,7 +513,15 @@ int Main(int argc, char** argv) {
     std::vector<double> runs;
     for (int r = 0; r < args.repetitions; ++r) {
       Flush(args.port);
+      const double server_before = args.server_pid > 0 ? ProcessCpuSeconds(args.server_pid) : -1;
+      const double clients_before = SelfCpuSeconds();
       runs.push_back(async ? AsyncRendezvous(n, args) : GlooRendezvous(n, args));
+      // The gloo client's processes are not this one: their CPU is not counted.
+      if (async && args.server_pid > 0) {
+        std::printf("cpu ranks=%u server=%.3f s clients=%.3f s\n", n,
+                    ProcessCpuSeconds(args.server_pid) - server_before,
+                    SelfCpuSeconds() - clients_before);
+      }
     }
     std::vector<double> sorted = runs;
     std::sort(sorted.begin(), sorted.end());

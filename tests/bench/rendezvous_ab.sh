@@ -28,8 +28,12 @@ for n in ${ranks//,/ }; do
         before) "$before" --ranks "$n" --repetitions 1 ;;
         after) "$after" --ranks "$n" --repetitions 1 ;;
         redis) "$build/tests/bench/redis_rendezvous_bench" --port "$port" --ranks "$n" \
-                 --repetitions 1 ;;
-      esac | grep -o 'ranks=[0-9]* median=[0-9.]*' | sed "s/^/$who /" | tee -a "$work/runs"
+                 --repetitions 1 --server-pid "$(cat "$work/redis.pid")" ;;
+      esac > "$work/out"
+      grep -o 'ranks=[0-9]* median=[0-9.]*' "$work/out" | sed "s/^/$who /" | tee -a "$work/runs"
+      # CPU seconds of the server's process and of the clients, where the program prints them.
+      grep -o 'cpu ranks=[0-9]* server=[0-9.]* s clients=[0-9.]*' "$work/out" |
+        sed "s/^cpu /$who /; s/ s / /" >> "$work/cpu" || true
     done
   done
   echo "# load after $n ranks: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -50,3 +54,18 @@ for n in sorted({n for (_, n) in runs}):
 for (who, n), values in sorted(runs.items(), key=lambda kv: (kv[0][1], kv[0][0])):
     print(f"{who} {n}: " + " ".join(f"{v:.3f}" for v in values))
 PY
+if [[ -s $work/cpu ]]; then
+  echo
+  echo "CPU seconds per run, medians (the server's process; the clients' threads):"
+  python3 - "$work/cpu" <<'PY'
+import statistics, sys
+cpu = {}
+for line in open(sys.argv[1]):
+    who, ranks, server, clients = line.split()
+    key = (int(ranks.split("=")[1]), who)
+    cpu.setdefault(key, []).append((float(server.split("=")[1]), float(clients.split("=")[1])))
+for (n, who), values in sorted(cpu.items()):
+    print(f"{who} {n}: server {statistics.median(v[0] for v in values):.3f} s, "
+          f"clients {statistics.median(v[1] for v in values):.3f} s")
+PY
+fi

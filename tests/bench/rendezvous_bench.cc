@@ -35,6 +35,7 @@
 #include "sidecar/rendezvous/protocol.h"
 #include "sidecar/rendezvous/store_server.h"
 #include "tests/bench/bench_args.h"
+#include "tests/bench/cpu_seconds.h"
 
 namespace ringleader::rendezvous {
 namespace {
@@ -112,10 +113,19 @@ class ServerProcess {
     port_ = port;
   }
 
-  ~ServerProcess() {
+  ~ServerProcess() { Stop(); }
+
+  // Stops the server; returns the CPU seconds its process used.
+  double Stop() {
+    if (pid_ < 0) {
+      return 0;
+    }
     ::close(stop_fd_);
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    rusage usage{};
+    ::wait4(pid_, &status, 0, &usage);
+    pid_ = -1;
+    return bench::Seconds(usage.ru_utime) + bench::Seconds(usage.ru_stime);
   }
 
   ServerProcess(const ServerProcess&) = delete;
@@ -224,10 +234,9 @@ awaitable<void> Finish(std::shared_ptr<Connection> connection, Run& run) {
   ++run.done;
 }
 
-// What the sidecar's StoreClient sends (Connect with an attempt, then Join): Hello; the Proof
-// with a Get of the server's gang attempt; then Set, Barrier and the Get of rank 0's record in
-// one write. Waits for the Set's reply; the rest goes on in Finish so that this worker can start
-// the next rank.
+// What the sidecar sends to join (rendezvous::ConnectAndJoin): the Hello with its early proof,
+// Set, Barrier and the Get of rank 0's record, in one write. Waits for the Welcome and the Set's
+// reply; the rest goes on in Finish so that this worker can start the next rank.
 awaitable<void> Enter(std::uint32_t rank, Run& run) {
   auto executor = co_await asio::this_coro::executor;
   auto connection = std::make_shared<Connection>(tcp::socket(executor));
@@ -240,24 +249,20 @@ awaitable<void> Enter(std::uint32_t rank, Run& run) {
   socket.bind(source);
   co_await socket.async_connect(run.server, use_awaitable);
   connection->socket.set_option(tcp::no_delay(true));
-  const std::string hello = EncodeMessage(Hello{rank, run.world_size});
-  co_await asio::async_write(connection->socket, asio::buffer(hello), use_awaitable);
-  const Challenge challenge = co_await Expect<Challenge>(*connection, "Hello");
-  Proof proof;
-  proof.hmac = ComputeProof(kToken, challenge.nonce, rank);
-  const std::string proof_frames =
-      EncodeMessage(proof) + EncodeMessage(Get{std::string(kAttemptKey)});
-  co_await asio::async_write(connection->socket, asio::buffer(proof_frames), use_awaitable);
-  co_await Expect<Welcome>(*connection, "Proof");
-  const Value attempt = co_await Expect<Value>(*connection, "Get attempt");
-  if (attempt.value != "0") {
-    throw std::runtime_error("wrong gang attempt: " + attempt.value);
-  }
+  Hello hello{rank, run.world_size};
+  hello.attempt = 0;
+  hello.sent_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  hello.nonce = MakeNonce().value();
+  hello.early_proof = ComputeEarlyProof(kToken, hello);
   const std::string record = "10.0.0." + std::to_string(rank);
-  const std::string requests = EncodeMessage(Set{"ranks/" + std::to_string(rank), record}) +
-                               EncodeMessage(Barrier{"join", kBarrierTimeoutMs}) +
-                               EncodeMessage(Get{"ranks/0"});
-  co_await asio::async_write(connection->socket, asio::buffer(requests), use_awaitable);
+  const std::string join = EncodeMessage(hello) +
+                           EncodeMessage(Set{"ranks/" + std::to_string(rank), record}) +
+                           EncodeMessage(Barrier{"join", kBarrierTimeoutMs}) +
+                           EncodeMessage(Get{"ranks/0"});
+  co_await asio::async_write(connection->socket, asio::buffer(join), use_awaitable);
+  co_await Expect<Welcome>(*connection, "Hello");
   co_await Expect<Ok>(*connection, "Set");
   asio::co_spawn(executor, Finish(connection, run), [&run](std::exception_ptr error) {
     if (error) {
@@ -281,9 +286,11 @@ awaitable<void> Worker(std::uint32_t first, std::uint32_t stride, Run& run) {
   }
 }
 
-// Seconds from the first connect until every rank has rank 0's record.
+// Seconds from the first connect until every rank has rank 0's record. Prints the CPU seconds
+// the server's process and the clients used.
 double Rendezvous(std::uint32_t world_size, const Args& args) {
   ServerProcess server(world_size);
+  const double clients_cpu_before = bench::SelfCpuSeconds();
   Run run;
   run.server = tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.port());
   run.world_size = world_size;
@@ -308,6 +315,8 @@ double Rendezvous(std::uint32_t world_size, const Args& args) {
     client.join();
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  const double clients_cpu = bench::SelfCpuSeconds() - clients_cpu_before;
+  std::printf("cpu ranks=%u server=%.3f s clients=%.3f s\n", world_size, server.Stop(), clients_cpu);
   if (run.done != world_size) {
     throw std::runtime_error(std::to_string(run.failed.load()) + " of " +
                              std::to_string(world_size) + " ranks failed, first: " +

@@ -168,7 +168,19 @@ std::optional<rz::Frame> ReadReplies(int fd, rz::FrameDecoder& decoder,
   }
 }
 
-bool Authenticate(int fd, rz::FrameDecoder& decoder, std::uint32_t rank) {
+// With `early`, the Hello carries an early proof (the way ranks join); else it asks for a
+// Challenge, answered by a Proof.
+bool Authenticate(int fd, rz::FrameDecoder& decoder, std::uint32_t rank, bool early) {
+  if (early) {
+    rz::Hello hello{rank, kWorldSize};
+    hello.sent_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    hello.nonce = rz::MakeNonce().value();
+    hello.early_proof = rz::ComputeEarlyProof(kToken, hello);
+    SendAll(fd, rz::EncodeMessage(hello));
+    return ReadReplies(fd, decoder, rz::MessageType::kWelcome).has_value();
+  }
   SendAll(fd, rz::EncodeMessage(rz::Hello{rank, kWorldSize}));
   const auto challenge_frame = ReadReplies(fd, decoder, rz::MessageType::kChallenge);
   if (!challenge_frame) {
@@ -192,12 +204,14 @@ extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
     std::abort();
   }
   rz::ComputeProof(kToken, *nonce, 0);
-  const int fd = Connect(ServerForNextInput().port());
-  rz::FrameDecoder decoder;
-  if (!Authenticate(fd, decoder, 0)) {
-    std::abort();
+  for (const bool early : {false, true}) {
+    const int fd = Connect(ServerForNextInput().port());
+    rz::FrameDecoder decoder;
+    if (!Authenticate(fd, decoder, 0, early)) {
+      std::abort();
+    }
+    ::close(fd);
   }
-  ::close(fd);
   return 0;
 }
 
@@ -205,13 +219,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size < 1) {
     return 0;
   }
-  // The first byte: bit 0 chooses an authenticated session, the next bits the rank.
+  // The first byte: bit 0 chooses an authenticated session, bit 1 its early proof (else the
+  // challenge), the next bits the rank.
   const bool authenticated = (data[0] & 1) != 0;
-  const std::uint32_t rank = (data[0] >> 1) % kWorldSize;
+  const bool early = (data[0] & 2) != 0;
+  const std::uint32_t rank = (data[0] >> 2) % kWorldSize;
   const std::string_view stream(reinterpret_cast<const char*>(data) + 1, size - 1);
   const int fd = Connect(ServerForNextInput().port());
   rz::FrameDecoder decoder(2 * 1024 * 1024);
-  if (authenticated && !Authenticate(fd, decoder, rank)) {
+  if (authenticated && !Authenticate(fd, decoder, rank, early)) {
     std::abort();  // a correct proof must be welcomed
   }
   SendAll(fd, stream);

@@ -1,8 +1,10 @@
 #include "sidecar/rendezvous/auth.h"
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -109,6 +111,60 @@ TEST(RendezvousAuthTest, ProofTravelsInAProofMessage) {
   Result<Proof> decoded = Proof::Decode(message.Encode());
   ASSERT_TRUE(decoded.ok()) << decoded.error();
   EXPECT_TRUE(VerifyProof("token", nonce, 2, decoded.value().hmac));
+}
+
+Hello SomeHello() {
+  Hello hello{1, 2, 3, 1'765'000'000'000};
+  hello.nonce = FixedNonce();
+  return hello;
+}
+
+TEST(RendezvousAuthTest, EarlyProofIsTheSpecifiedHmac) {
+  // Known answer: HMAC-SHA256(key="key", "ringleader-rendezvous-v2-early" || rank 1 ||
+  //   world_size 2 || attempt 3 (u32 each) || sent_at_ms 1765000000000 (i64) || 32 zero bytes),
+  // computed independently with Python's hmac module.
+  Hello hello{1, 2, 3, 1'765'000'000'000};
+  EXPECT_EQ(Hex(ComputeEarlyProof("key", hello)),
+            "5760f1e74b09fbb9d42419c90c4177bb8abcbd0e9abbdf53d16273a918236468");
+}
+
+TEST(RendezvousAuthTest, EarlyProofCoversEveryFieldOfTheHello) {
+  Hello hello = SomeHello();
+  hello.early_proof = ComputeEarlyProof("s3cret-token", hello);
+  EXPECT_TRUE(VerifyEarlyProof("s3cret-token", hello));
+  EXPECT_FALSE(VerifyEarlyProof("other-token", hello));
+  EXPECT_FALSE(VerifyEarlyProof("", hello));
+  const std::vector<std::function<void(Hello&)>> changes = {
+      [](Hello& h) { h.rank = 0; },
+      [](Hello& h) { h.world_size = 3; },
+      [](Hello& h) { h.attempt = kAnyAttempt; },
+      [](Hello& h) { h.sent_at_ms += 1; },
+      [](Hello& h) { h.nonce[31] ^= 1; },
+  };
+  for (std::size_t i = 0; i < changes.size(); ++i) {
+    Hello changed = hello;
+    changes[i](changed);
+    EXPECT_FALSE(VerifyEarlyProof("s3cret-token", changed)) << "change " << i;
+  }
+}
+
+// The two proofs use distinct labels, so neither can stand in for the other.
+TEST(RendezvousAuthTest, AnEarlyProofIsNeverAChallengesProof) {
+  Hello hello = SomeHello();
+  hello.rank = 0;
+  EXPECT_NE(ComputeEarlyProof("s3cret-token", hello),
+            ComputeProof("s3cret-token", hello.nonce, hello.rank));
+}
+
+// The kept per-thread key must follow a change of token (a test process runs many stores).
+TEST(RendezvousAuthTest, ProofsUnderAlternatingTokensStayCorrect) {
+  const Nonce nonce = FixedNonce();
+  const ProofBytes a = ComputeProof("token-a", nonce, 1);
+  const ProofBytes b = ComputeProof("token-b", nonce, 1);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(ComputeProof("token-a", nonce, 1), a);
+  EXPECT_EQ(ComputeProof("token-b", nonce, 1), b);
+  EXPECT_TRUE(VerifyProof("token-a", nonce, 1, a));
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ std::vector<Message> AllMessages() {
   return {
       Hello{3, 8},
       Hello{0, 1},
+      Hello{7, 8, kAnyAttempt, INT64_MAX, Counting(9), Counting(41)},
       Challenge{Counting(0)},
       proof,
       Welcome{},
@@ -101,7 +102,7 @@ TEST(RendezvousProtocolTest, TypedDecodeAndEncodeMessageAgree) {
   EXPECT_EQ(wire, EncodeMessage(Message(set)));
   // Header bytes exactly as the spec says.
   EXPECT_EQ(wire.substr(0, 12),
-            Header(0x524C525A, 1, 16, static_cast<std::uint32_t>(wire.size() - 12)));
+            Header(0x524C525A, kVersion, 16, static_cast<std::uint32_t>(wire.size() - 12)));
   EXPECT_EQ(wire.substr(0, 4), "RLRZ");
   // Payload layout: u32 length-prefixed key then value.
   EXPECT_EQ(wire.substr(12), U32(3) + "key" + U32(5) + "value");
@@ -111,7 +112,16 @@ TEST(RendezvousProtocolTest, TypedDecodeAndEncodeMessageAgree) {
 }
 
 TEST(RendezvousProtocolTest, IntegersAreBigEndian) {
-  EXPECT_EQ((Hello{0x01020304, 0x05060708}.Encode()), "\x01\x02\x03\x04\x05\x06\x07\x08");
+  Hello hello{0x01020304, 0x05060708, 0x090A0B0C, 0x0102030405060708};
+  hello.nonce = Counting(0);
+  hello.early_proof = Counting(100);
+  const std::string encoded = hello.Encode();
+  ASSERT_EQ(encoded.size(), kHelloPayloadBytes);
+  EXPECT_EQ(encoded.substr(0, 20),
+            std::string("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0A\x0B\x0C"
+                        "\x01\x02\x03\x04\x05\x06\x07\x08", 20));
+  EXPECT_EQ(encoded.substr(20, 2), std::string("\x00\x01", 2));  // the nonce, then the proof
+  EXPECT_EQ(encoded.substr(52, 2), std::string("\x64\x65", 2));
   EXPECT_EQ(Counter{-2}.Encode(), std::string("\xff\xff\xff\xff\xff\xff\xff\xfe", 8));
 }
 
@@ -198,21 +208,22 @@ FrameError FeedExpectingError(std::string_view bytes,
 }
 
 TEST(RendezvousProtocolTest, BadMagic) {
-  const FrameError e = FeedExpectingError(Header(0x48545450, 1, 32, 0));  // "HTTP"
+  const FrameError e = FeedExpectingError(Header(0x48545450, kVersion, 32, 0));  // "HTTP"
   EXPECT_EQ(e.code, FrameErrorCode::kBadMagic);
   EXPECT_THAT(e.message, HasSubstr("header.magic"));
   EXPECT_THAT(e.message, HasSubstr("0x48545450"));
 }
 
 TEST(RendezvousProtocolTest, UnsupportedVersion) {
-  const FrameError e = FeedExpectingError(Header(kMagic, 2, 32, 0));
+  // Version 1, whose Hello asked for a Challenge, is no longer spoken (protocol.h).
+  const FrameError e = FeedExpectingError(Header(kMagic, 1, 32, 0));
   EXPECT_EQ(e.code, FrameErrorCode::kUnsupportedVersion);
-  EXPECT_EQ(e.message, "header.version: 2 is not supported (want 1)");
+  EXPECT_EQ(e.message, "header.version: 1 is not supported (want 2)");
 }
 
 TEST(RendezvousProtocolTest, UnknownType) {
   for (std::uint16_t type : {0, 6, 15, 22, 31, 38, 0xFFFF}) {
-    const FrameError e = FeedExpectingError(Header(kMagic, 1, type, 0));
+    const FrameError e = FeedExpectingError(Header(kMagic, kVersion, type, 0));
     EXPECT_EQ(e.code, FrameErrorCode::kUnknownType) << type;
     EXPECT_EQ(e.message, "header.type: " + std::to_string(type) + " is not a known message type");
   }
@@ -221,7 +232,7 @@ TEST(RendezvousProtocolTest, UnknownType) {
 TEST(RendezvousProtocolTest, HugePayloadIsRefusedFromTheHeaderWithoutAllocating) {
   FrameDecoder decoder;
   // Only the header arrives: the error must come now, not after 4 GiB.
-  EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, static_cast<std::uint16_t>(MessageType::kSet),
+  EXPECT_FALSE(decoder.Feed(Header(kMagic, kVersion, static_cast<std::uint16_t>(MessageType::kSet),
                                    0xFFFFFFFFu)));
   ASSERT_TRUE(decoder.failed());
   EXPECT_EQ(decoder.error()->code, FrameErrorCode::kPayloadTooLarge);
@@ -233,10 +244,10 @@ TEST(RendezvousProtocolTest, HugePayloadIsRefusedFromTheHeaderWithoutAllocating)
 TEST(RendezvousProtocolTest, PayloadBoundIsConfigurableAndInclusive) {
   {
     FrameDecoder decoder(16);
-    ASSERT_TRUE(decoder.Feed(Header(kMagic, 1, 33, 16) + std::string(16, 'x')));
+    ASSERT_TRUE(decoder.Feed(Header(kMagic, kVersion, 33, 16) + std::string(16, 'x')));
     EXPECT_TRUE(decoder.Next().has_value());
   }
-  const FrameError e = FeedExpectingError(Header(kMagic, 1, 33, 17), 16);
+  const FrameError e = FeedExpectingError(Header(kMagic, kVersion, 33, 17), 16);
   EXPECT_EQ(e.code, FrameErrorCode::kPayloadTooLarge);
   EXPECT_EQ(e.message, "header.length: 17 exceeds 16");
 }
@@ -244,7 +255,7 @@ TEST(RendezvousProtocolTest, PayloadBoundIsConfigurableAndInclusive) {
 TEST(RendezvousProtocolTest, PayloadGrowsOnlyWithArrivedBytes) {
   FrameDecoder decoder;
   // A legal header announcing a large payload, then only a few bytes of it.
-  ASSERT_TRUE(decoder.Feed(Header(kMagic, 1, 33, static_cast<std::uint32_t>(kMaxValueBytes)) +
+  ASSERT_TRUE(decoder.Feed(Header(kMagic, kVersion, 33, static_cast<std::uint32_t>(kMaxValueBytes)) +
                            "abcd"));
   EXPECT_LT(decoder.BufferCapacityForTest(), 4096u);
 }
@@ -262,14 +273,14 @@ TEST(RendezvousProtocolTest, ExpectOnlyRefusesAnotherTypeOrALongerPayloadFromThe
   {
     FrameDecoder decoder;
     decoder.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
-    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, hello, 2 * 1024 * 1024)));
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, kVersion, hello, 2 * 1024 * 1024)));
     EXPECT_EQ(decoder.error()->code, FrameErrorCode::kPayloadTooLarge);
-    EXPECT_EQ(decoder.error()->message, "header.length: 2097152 exceeds 8 (a Hello)");
+    EXPECT_EQ(decoder.error()->message, "header.length: 2097152 exceeds 84 (a Hello)");
   }
   {
     FrameDecoder decoder;
     decoder.ExpectOnly(MessageType::kProof, kProofBytes);
-    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, set, 16)));
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, kVersion, set, 16)));
     EXPECT_EQ(decoder.error()->code, FrameErrorCode::kUnexpectedType);
     EXPECT_EQ(decoder.error()->message, "header.type: expected Proof, got Set");
   }
@@ -278,9 +289,9 @@ TEST(RendezvousProtocolTest, ExpectOnlyRefusesAnotherTypeOrALongerPayloadFromThe
     FrameDecoder decoder(1024);
     decoder.ExpectOnly(MessageType::kProof, kProofBytes);
     decoder.ExpectAny();
-    ASSERT_TRUE(decoder.Feed(Header(kMagic, 1, set, 1024) + std::string(1024, 'v')));
+    ASSERT_TRUE(decoder.Feed(Header(kMagic, kVersion, set, 1024) + std::string(1024, 'v')));
     EXPECT_TRUE(decoder.Next().has_value());
-    EXPECT_FALSE(decoder.Feed(Header(kMagic, 1, set, 1025)));
+    EXPECT_FALSE(decoder.Feed(Header(kMagic, kVersion, set, 1025)));
   }
 }
 
@@ -316,7 +327,7 @@ TEST(RendezvousProtocolTest, DecoderStaysFailed) {
   FrameDecoder decoder;
   const std::string good = EncodeMessage(Ok{});
   // A good frame, then garbage, in one chunk: the good frame is still delivered.
-  EXPECT_FALSE(decoder.Feed(good + Header(0, 1, 32, 0)));
+  EXPECT_FALSE(decoder.Feed(good + Header(0, kVersion, 32, 0)));
   EXPECT_TRUE(decoder.Next().has_value());
   EXPECT_FALSE(decoder.Next().has_value());
   // Valid input afterwards is ignored.
@@ -424,6 +435,13 @@ TEST(RendezvousProtocolTest, HelloRanksAreChecked) {
   Result<Hello> high = Hello::Decode(Hello{4, 4}.Encode());
   ASSERT_FALSE(high.ok());
   EXPECT_EQ(high.error(), "Hello.rank: 4 is not below world_size 4");
+  Result<Hello> before_1970 = Hello::Decode(Hello{0, 1, 0, -1}.Encode());
+  ASSERT_FALSE(before_1970.ok());
+  EXPECT_EQ(before_1970.error(), "Hello.sent_at_ms: must not be negative");
+  // A version 1 Hello (rank and world size only) is short of the early proof's fields.
+  Result<Hello> short_hello = Hello::Decode(Hello{0, 1}.Encode().substr(0, 8));
+  ASSERT_FALSE(short_hello.ok());
+  EXPECT_THAT(short_hello.error(), HasSubstr("Hello.attempt"));
 }
 
 TEST(RendezvousProtocolTest, LargestLegalMessageFitsTheDefaultFrameBound) {

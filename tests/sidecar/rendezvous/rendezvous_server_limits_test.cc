@@ -38,9 +38,9 @@ using testing::Eventually;
 constexpr char kToken[] = "s3cret-job-token";
 
 // What one connection still in its handshake may hold: a partial header (in the decoder's own
-// array), at most a Proof's payload reserved whole, and the Challenge or Refused it is sent.
-// protocol.h's bound is 12 + 32 bytes of frame and a 44-byte Challenge; this leaves room for
-// allocator rounding of those few strings.
+// array), at most a Hello's or a Proof's payload reserved whole, and the Challenge or Refused it
+// is sent. protocol.h's bound is 12 + 84 bytes of frame and a 44-byte Challenge; this leaves
+// room for allocator rounding of those few strings.
 constexpr std::size_t kMostHeldPerHandshake = 256;
 
 std::string U32(std::uint32_t v) {
@@ -194,12 +194,12 @@ TEST(StoreServerLimitsTest, OversizedHandshakeFramesAreRefusedByTheirHeaderAlone
     // One byte more than a Hello can be, and no payload at all.
     Peer peer(server.port());
     ASSERT_TRUE(peer.SendAll(HeaderClaiming(MessageType::kHello, kHelloPayloadBytes + 1)));
-    EXPECT_EQ(peer.RefusalReason(seconds(2)), "bad frame: header.length: 9 exceeds 8 (a Hello)");
+    EXPECT_EQ(peer.RefusalReason(seconds(2)), "bad frame: header.length: 85 exceeds 84 (a Hello)");
   }
   {
     Peer peer(server.port());
     ASSERT_TRUE(peer.SendAll(HeaderClaiming(MessageType::kHello, 2 * 1024 * 1024)));
-    EXPECT_THAT(peer.RefusalReason(seconds(2)), HasSubstr("header.length: 2097152 exceeds 8"));
+    EXPECT_THAT(peer.RefusalReason(seconds(2)), HasSubstr("header.length: 2097152 exceeds 84"));
   }
   {
     Peer peer(server.port());

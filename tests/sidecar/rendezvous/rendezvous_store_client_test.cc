@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <gmock/gmock.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "sidecar/rendezvous/store_server.h"
@@ -119,7 +120,8 @@ TEST(StoreClientTest, AStoreOfAnotherGangAttemptIsLeftUntilTheRightOneServes) {
   tries.Watch(options);
   std::optional<Result<std::unique_ptr<StoreClient>>> connected;
   std::thread client([&] { connected = StoreClient::Connect(options); });
-  EXPECT_EQ(tries.FirstOnceThereAre(2), "it serves gang attempt 0, and this rank belongs to attempt 1");
+  EXPECT_EQ(tries.FirstOnceThereAre(2),
+            "refused: attempt mismatch: this store serves gang attempt 0, not 1");
   old_store.reset();
   ServerOptions new_options = Options(2, port);
   new_options.attempt = 1;
@@ -141,8 +143,8 @@ TEST(StoreClientTest, OnlyAStoreOfAnotherAttemptFailsAtTheDeadlineNamingBothAtte
   Result<std::unique_ptr<StoreClient>> client = StoreClient::Connect(options);
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.error(), "rendezvous server 127.0.0.1:" + std::to_string(server.port()) +
-                                " (rank 0) unreachable for 0 s: it serves gang attempt 3, and this rank "
-                                "belongs to attempt 4");
+                                " (rank 0) unreachable for 0 s: refused: attempt mismatch: this store "
+                                "serves gang attempt 3, not 4");
 }
 
 TEST(StoreClientTest, UnreachableServerErrorNamesItAndTheCause) {
@@ -261,6 +263,61 @@ TEST(StoreClientTest, MultiGetPipelinesThousandsOfKeysInOrder) {
 
 // The Gets ride behind the Barrier in one write; they must see the record of a rank that
 // published only after this rank had entered the barrier.
+// The join's requests ride in the Hello's write; the client is usable afterwards.
+TEST(StoreClientTest, ConnectSetBarrierMultiGetJoinsInTheHellosWrite) {
+  StoreServer server(Options(2));
+  const SetBarrierGet join{"", "", "join", seconds(10), {"ranks/0", "ranks/1"}};
+  std::optional<Result<ConnectedSetBarrierGet>> first;
+  std::thread rank0([&] {
+    SetBarrierGet mine = join;
+    mine.key = "ranks/0";
+    mine.value = "a";
+    first = StoreClient::ConnectSetBarrierMultiGet(ClientFor(server.port(), 0, 2), mine);
+  });
+  SetBarrierGet mine = join;
+  mine.key = "ranks/1";
+  mine.value = "b";
+  Result<ConnectedSetBarrierGet> second =
+      StoreClient::ConnectSetBarrierMultiGet(ClientFor(server.port(), 1, 2), mine);
+  rank0.join();
+  for (const Result<ConnectedSetBarrierGet>* joined : {&*first, &second}) {
+    ASSERT_TRUE(joined->ok()) << joined->error();
+    const Result<SetBarrierGetOutcome>& outcome = joined->value().outcome;
+    ASSERT_TRUE(outcome.ok()) << outcome.error();
+    EXPECT_FALSE(outcome.value().barrier.timed_out);
+    EXPECT_EQ(outcome.value().values,
+              (std::vector<std::optional<std::string>>{std::string("a"), std::string("b")}));
+  }
+  EXPECT_EQ(second.value().client->Get("ranks/0").value(), "a");
+  // Each rank was welcomed at its first try, on its early proof.
+  EXPECT_EQ(server.Stats().accepted, 2U);
+  EXPECT_TRUE(server.RefusedByReasonForTest().empty());
+}
+
+// A server whose clock disagrees with the client's refuses the early proof: the client asks for
+// a Challenge at once and still joins, its requests sent behind the Proof.
+TEST(StoreClientTest, AnEarlyProofTheServerWillNotTakeFallsBackToTheChallenge) {
+  ServerOptions server_options = Options(1);
+  server_options.early_proof_window = milliseconds(-1);  // welcomes no early proof
+  StoreServer server(server_options);
+  FailedTries tries;
+  ClientOptions options = ClientFor(server.port(), 0, 1);
+  options.initial_backoff = seconds(30);  // a retry with a backoff would run past the test
+  tries.Watch(options);
+  const auto started = Clock::now();
+  Result<ConnectedSetBarrierGet> joined = StoreClient::ConnectSetBarrierMultiGet(
+      options, SetBarrierGet{"ranks/0", "a", "join", seconds(10), {"ranks/0"}});
+  ASSERT_TRUE(joined.ok()) << joined.error();
+  ASSERT_TRUE(joined.value().outcome.ok()) << joined.value().outcome.error();
+  EXPECT_EQ(joined.value().outcome.value().values,
+            (std::vector<std::optional<std::string>>{std::string("a")}));
+  EXPECT_LT(Clock::now() - started, seconds(5));
+  EXPECT_THAT(tries.FirstOnceThereAre(1).value_or(""),
+              ::testing::StartsWith("refused: stale early proof: sent "));
+  EXPECT_EQ(server.RefusedByReasonForTest().at("stale_proof"), 1U);
+  EXPECT_EQ(server.Stats().authenticated, 1U);
+}
+
 TEST(StoreClientTest, SetBarrierMultiGetReadsRecordsPublishedWhileItWaited) {
   StoreServer server(Options(2));
   Result<std::unique_ptr<StoreClient>> first = StoreClient::Connect(ClientFor(server.port(), 0, 2));

@@ -441,6 +441,96 @@ TEST(StoreServerTest, RequestsPipelinedWithAWrongProofAreNeverApplied) {
   EXPECT_EQ(value.value(), std::nullopt);
 }
 
+// A Hello with an early proof (auth.h), sent at `sent_at_ms` (now, by default) for `attempt`.
+Hello EarlyHello(std::string_view token, std::uint32_t rank, std::uint32_t world_size,
+                 std::uint32_t attempt = kAnyAttempt, std::optional<std::int64_t> sent_at_ms = {}) {
+  Hello hello{rank, world_size, attempt};
+  hello.sent_at_ms = sent_at_ms.value_or(std::chrono::duration_cast<milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+  hello.nonce = MakeNonce().value();
+  hello.early_proof = ComputeEarlyProof(token, hello);
+  return hello;
+}
+
+// A rank's whole join in one write: the requests behind the Hello run once it is welcomed.
+TEST(StoreServerTest, RequestsBehindAHelloWithAnEarlyProofAreAnsweredAfterTheWelcome) {
+  StoreServer server(Options(1));
+  RawConnection raw(server.port());
+  raw.Send(EncodeMessage(EarlyHello(kToken, 0, 1)) + EncodeMessage(Set{"k", "v"}) +
+           EncodeMessage(Barrier{"join", 1000}) + EncodeMessage(Get{"k"}));
+  EXPECT_EQ(raw.Read(), Message(Welcome{}));
+  EXPECT_EQ(raw.Read(), Message(Ok{}));
+  EXPECT_EQ(raw.Read(), Message(Ok{}));
+  EXPECT_EQ(raw.Read(), Message(Value{"v"}));
+  EXPECT_EQ(server.Stats().authenticated, 1U);
+}
+
+TEST(StoreServerTest, AnEarlyProofUnderAnotherTokenIsRefusedAndItsRequestsNeverApplied) {
+  StoreServer server(Options(2));
+  RawConnection raw(server.port());
+  raw.Send(EncodeMessage(EarlyHello("not-the-token", 1, 2)) + EncodeMessage(Set{"k", "forged"}));
+  EXPECT_EQ(RefusalOf(raw.ReadUntilClosed()), "authentication failed");
+  EXPECT_EQ(RefusedFor(server, refusal::kAuthenticationFailed), 1U);
+  auto client = MustConnect(server, 0, 2);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->Get("k").value(), std::nullopt);
+}
+
+// A recorded Hello cannot be welcomed twice; one outside the window is told to ask for a
+// Challenge, and a client can then still get in.
+TEST(StoreServerTest, AReplayedOrStaleEarlyProofIsRefusedNamingTheChallenge) {
+  StoreServer server(Options(2));
+  const Hello hello = EarlyHello(kToken, 1, 2);
+  {
+    RawConnection first(server.port());
+    first.Send(EncodeMessage(hello));
+    EXPECT_EQ(first.Read(), Message(Welcome{}));
+  }
+  RawConnection replay(server.port());
+  replay.Send(EncodeMessage(hello) + EncodeMessage(Set{"k", "replayed"}));
+  EXPECT_EQ(RefusalOf(replay.ReadUntilClosed()),
+            "stale early proof: its nonce was used before; retry with a challenge");
+  const std::int64_t an_hour_ago = hello.sent_at_ms - 3'600'000;
+  RawConnection stale(server.port());
+  stale.Send(EncodeMessage(EarlyHello(kToken, 1, 2, kAnyAttempt, an_hour_ago)));
+  EXPECT_THAT(RefusalOf(stale.ReadUntilClosed()).value_or(""),
+              ::testing::MatchesRegex("stale early proof: sent -36000[0-9][0-9] ms from the "
+                                      "server's clock, outside \\+-30000 ms; retry with a "
+                                      "challenge"));
+  EXPECT_EQ(RefusedFor(server, refusal::kStaleProof), 2U);
+  RawConnection challenged(server.port());
+  std::optional<Message> welcome = challenged.Handshake(kToken, 1, 2);
+  EXPECT_TRUE(welcome && std::holds_alternative<Welcome>(*welcome));
+  auto client = MustConnect(server, 0, 2);
+  ASSERT_NE(client, nullptr);
+  EXPECT_EQ(client->Get("k").value(), std::nullopt);
+}
+
+TEST(StoreServerTest, BytesBehindAHelloThatAsksForAChallengeAreAProtocolViolation) {
+  StoreServer server(Options(1));
+  RawConnection raw(server.port());
+  raw.Send(EncodeMessage(Hello{0, 1}) + EncodeMessage(Set{"k", "v"}));
+  EXPECT_EQ(RefusalOf(raw.ReadUntilClosed()),
+            "protocol violation: bytes sent behind a Hello before its Challenge");
+  EXPECT_EQ(RefusedFor(server, refusal::kProtocolViolation), 1U);
+}
+
+// During a gang restart the old rank 0 refuses the new attempt's ranks, after their proof.
+TEST(StoreServerTest, AHelloForAnotherGangAttemptIsRefusedNamingBoth) {
+  ServerOptions options = Options(2);
+  options.attempt = 3;
+  StoreServer server(options);
+  RawConnection wrong(server.port());
+  wrong.Send(EncodeMessage(EarlyHello(kToken, 1, 2, 4)));
+  EXPECT_EQ(RefusalOf(wrong.ReadUntilClosed()),
+            "attempt mismatch: this store serves gang attempt 3, not 4");
+  EXPECT_EQ(RefusedFor(server, refusal::kAttemptMismatch), 1U);
+  RawConnection right(server.port());
+  right.Send(EncodeMessage(EarlyHello(kToken, 1, 2, 3)));
+  EXPECT_EQ(right.Read(), Message(Welcome{}));
+}
+
 TEST(StoreServerTest, RankOutOfRangeAndWorldSizeMismatchAreRefused) {
   StoreServer server(Options(4));
   {
@@ -527,7 +617,8 @@ TEST(StoreServerTest, BadMagicIsRefusedAsABadFrame) {
 TEST(StoreServerTest, UnsupportedVersionIsRefusedAsSuch) {
   StoreServer server(Options(1));
   RawConnection raw(server.port());
-  raw.Send(Header(kMagic, 2, 1, 8) + std::string(8, '\0'));
+  // A version 1 Hello: a sidecar of an older release.
+  raw.Send(Header(kMagic, 1, 1, 8) + std::string(8, '\0'));
   EXPECT_EQ(RefusalOf(raw.ReadUntilClosed()), "unsupported protocol version");
   EXPECT_EQ(RefusedFor(server, refusal::kUnsupportedVersion), 1U);
 }

@@ -173,7 +173,8 @@ TEST_F(SidecarMetricsTest, RefusedConnectionsByTheServersReasons) {
   const std::vector<std::string_view> reasons = {
       refusal::kBadFrame,          refusal::kUnsupportedVersion, refusal::kAuthenticationFailed,
       refusal::kBadRank,           refusal::kWorldSizeMismatch,  refusal::kHandshakeTimeout,
-      refusal::kProtocolViolation, refusal::kTooManyConnections, refusal::kInternalError};
+      refusal::kProtocolViolation, refusal::kTooManyConnections, refusal::kInternalError,
+      refusal::kStaleProof,        refusal::kAttemptMismatch};
   ASSERT_EQ(refused.size(), reasons.size() + 1);  // and "other"
   for (const std::string_view reason : reasons) {
     EXPECT_EQ((refused[{{"reason", std::string(reason)}}].counter.value), 0) << reason;
