@@ -12,6 +12,9 @@
 # paired runs' ratios) and each server's growth from 4,096 to 16,384 ranks; where a server stops,
 # the row says why.
 #   tests/bench/tcpstore_compare.sh [build_dir] [ranks] [repetitions] [client sets] [timeout_s]
+# RINGLEADER_BENCH_EXTRA_SERVERS=ringleader=PATH[,...] adds other builds of
+# ringleader_tcpstore_server to every client set's run (interleaved with the rest; e.g. the build
+# before a change, copied aside), each with its ratio column.
 set -euo pipefail
 build=${1:-build/bench}
 ranks=${2:-1024,4096,16384}
@@ -38,6 +41,7 @@ for set in ${client_sets//,/ }; do
     torch1) program=tcpstore_rendezvous_bench servers=ringleader,tcpstore ;;
     *) echo "client sets are torch2 and torch1, not $set" >&2; exit 2 ;;
   esac
+  servers+=${RINGLEADER_BENCH_EXTRA_SERVERS:+,$RINGLEADER_BENCH_EXTRA_SERVERS}
   build_target "$program" ||
     { echo "cannot build $program (its libtorch is missing?)" >&2; exit 2; }
   "$build/tests/bench/$program" --ranks "$ranks" --repetitions "$reps" --servers "$servers" \
