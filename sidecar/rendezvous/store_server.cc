@@ -3,10 +3,10 @@
 #include "sidecar/rendezvous/store_server.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <array>
 #include <charconv>
 #include <condition_variable>
-#include <deque>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -17,6 +17,8 @@
 #include <utility>
 
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -368,6 +370,7 @@ class StoreServer::Core {
       fail("parse bind address", ec);
     }
     const tcp::endpoint endpoint(ip, options_.port);
+    protocol_ = endpoint.protocol();
     if (acceptor_.open(endpoint.protocol(), ec); ec) {
       fail("open a socket for", ec);
     }
@@ -375,12 +378,17 @@ class StoreServer::Core {
     if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec) {
       fail("set SO_REUSEADDR on", ec);
     }
+    // Linux hands TCP_NODELAY on to the sockets accepted; OnAccepted checks the first one.
+    acceptor_.set_option(tcp::no_delay(true), ec);
     if (acceptor_.bind(endpoint, ec); ec) {
       fail("bind", ec);
     }
     // The kernel caps the backlog at net.core.somaxconn.
     if (acceptor_.listen(65535, ec); ec) {
       fail("listen on", ec);
+    }
+    if (acceptor_.non_blocking(true, ec); ec) {  // for accept4 until EAGAIN
+      fail("make non-blocking the socket of", ec);
     }
     port_ = acceptor_.local_endpoint().port();
     if (options_.make_guest) {
@@ -443,9 +451,55 @@ class StoreServer::Core {
  private:
   class Connection;
 
+  // Waits for connections, then takes them one by one with accept4: close-on-exec and
+  // non-blocking in the one call (Asio's accept adds an fcntl pair). After each, what is queued
+  // runs first (the new connection's first read among it), as it did with Asio's accept, and the
+  // listener is waited on again only once accept4 finds the backlog empty.
   void Accept() {
-    AcceptUntilStopped(acceptor_, accept_retry_, stopping_,
-                       [this](tcp::socket socket) { OnAccepted(std::move(socket)); });
+    acceptor_.async_wait(tcp::acceptor::wait_read, [this](const error_code& ec) {
+      if (!stopping_ && ec != asio::error::operation_aborted) {
+        AcceptOne();
+      }
+    });
+  }
+
+  void AcceptOne() {
+    const int fd =
+        ::accept4(acceptor_.native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      const error_code ec(errno, boost::system::system_category());
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        Accept();
+      } else if (IsResourceExhaustion(ec)) {
+        // Closing connections will free some; retrying at once would fail again.
+        accept_retry_.expires_after(kAcceptRetryDelay);
+        accept_retry_.async_wait([this](const error_code& wait_ec) {
+          if (!wait_ec && !stopping_) {
+            AcceptOne();
+          }
+        });
+      } else if (errno == ECONNABORTED || errno == EINTR || errno == EPROTO) {
+        PostAcceptOne();  // that connection was reset before it was taken; take the next
+      } else {
+        Accept();
+      }
+      return;
+    }
+    tcp::socket socket(io_);
+    if (error_code ec; socket.assign(protocol_, fd, ec)) {
+      ::close(fd);
+    } else {
+      OnAccepted(std::move(socket));
+    }
+    PostAcceptOne();
+  }
+
+  void PostAcceptOne() {
+    asio::post(io_, [this] {
+      if (!stopping_) {
+        AcceptOne();
+      }
+    });
   }
 
   void OnAccepted(tcp::socket socket);
@@ -547,6 +601,9 @@ class StoreServer::Core {
   asio::io_context io_;
   std::unique_ptr<LoopGuest> guest_;  // after io_: destroyed before the loop it was built on
   tcp::acceptor acceptor_;
+  tcp protocol_ = tcp::v4();  // the listener's, for the sockets it accepts
+  // Whether accepted sockets come with the listener's TCP_NODELAY; found on the first one.
+  std::optional<bool> nodelay_inherited_;
   asio::steady_timer accept_retry_;
   std::uint16_t port_ = 0;
   bool stopping_ = false;
@@ -580,7 +637,16 @@ class StoreServer::Core::Connection final : public Waiter,
 
   void Start() {
     error_code ignored;
-    socket_.set_option(tcp::no_delay(true), ignored);
+    if (!core_.nodelay_inherited_) {
+      tcp::no_delay nodelay;
+      socket_.get_option(nodelay, ignored);
+      core_.nodelay_inherited_ = !ignored && nodelay.value();
+    }
+    if (!*core_.nodelay_inherited_) {
+      socket_.set_option(tcp::no_delay(true), ignored);
+    }
+    // The socket is non-blocking already (accept4); this tells Asio, whose reads would otherwise
+    // poll for readiness.
     socket_.non_blocking(true, ignored);
     handshake_entry_ = core_.OnHandshakeStarted(this);
     decoder_.ExpectOnly(MessageType::kHello, kHelloPayloadBytes);
@@ -599,7 +665,7 @@ class StoreServer::Core::Connection final : public Waiter,
     }
     SetState(State::kClosing);
     // Nothing it sent will be read: give the memory back now rather than after the linger.
-    queued_ = std::deque<Frame>();
+    queued_ = FrameQueue();
     queued_bytes_ = 0;
     decoder_ = FrameDecoder(0);
     replies_.pending() += EncodeMessage(Refused{Truncated(std::move(text))});
@@ -1069,7 +1135,7 @@ class StoreServer::Core::Connection final : public Waiter,
   asio::steady_timer timer_;  // a pending request's deadline, then the linger
   std::uint64_t timer_generation_ = 0;
   FrameDecoder decoder_;
-  std::deque<Frame> queued_;
+  FrameQueue queued_;
   std::size_t queued_bytes_ = 0;
   ReplyBuffer replies_;
   // What one readiness event reads first: a rank's whole join (Hello, Set, Barrier, Get) fits.

@@ -169,10 +169,13 @@ struct Connection {
   explicit Connection(tcp::socket s) : socket(std::move(s)) {}
   tcp::socket socket;
   FrameDecoder decoder;
+  // Here rather than in ReadMessage's frame: a small coroutine frame is recycled by Asio's
+  // per-thread frame cache, a 1 KiB one is a malloc and a free per reply.
+  std::array<char, 1024> buffer{};
 };
 
 awaitable<Message> ReadMessage(Connection& connection) {
-  std::array<char, 1024> buffer{};
+  std::array<char, 1024>& buffer = connection.buffer;
   while (true) {
     if (std::optional<Frame> frame = connection.decoder.Next()) {
       Result<Message> message = DecodeMessage(*frame);
