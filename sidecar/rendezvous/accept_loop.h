@@ -1,5 +1,7 @@
-// The Boost.Asio accept loop the sidecar's listeners share: the rendezvous store's TCP server and
-// the profiler plugin's Unix socket (sidecar/service/profiler_listener.cc).
+// The sidecar's listeners' accept helpers: a Boost.Asio accept loop, which the profiler plugin's
+// Unix socket uses (sidecar/service/profiler_listener.cc), and the close-on-exec and
+// resource-exhaustion handling that the stores' TCP listeners, which accept with accept4
+// themselves (store_server.cc, torch_store_server.cc), share with it.
 #pragma once
 
 #include <cerrno>
