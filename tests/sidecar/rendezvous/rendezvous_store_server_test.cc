@@ -55,6 +55,17 @@ std::unique_ptr<StoreClient> MustConnect(const StoreServer& server, std::uint32_
   return client.ok() ? std::move(client).value() : nullptr;
 }
 
+// A rank of a world of world_size finds no value under key: what a refused connection sent
+// was never applied.
+void ExpectNothingStoredAt(const StoreServer& server, std::uint32_t world_size,
+                           const std::string& key) {
+  auto client = MustConnect(server, 0, world_size);
+  ASSERT_NE(client, nullptr);
+  Result<std::optional<std::string>> value = client->Get(key);
+  ASSERT_TRUE(value.ok()) << value.error();
+  EXPECT_EQ(value.value(), std::nullopt) << key;
+}
+
 std::string U32(std::uint32_t v) {
   std::string out;
   for (int shift = 24; shift >= 0; shift -= 8) {
@@ -434,11 +445,7 @@ TEST(StoreServerTest, RequestsPipelinedWithAWrongProofAreNeverApplied) {
       "not-the-token", 1, 2, EncodeMessage(Set{"k", "forged"}) + EncodeMessage(Get{"k"}));
   ASSERT_TRUE(reply && std::holds_alternative<Refused>(*reply));
   EXPECT_TRUE(raw.ReadUntilClosed().empty());
-  auto client = MustConnect(server, 0, 2);
-  ASSERT_NE(client, nullptr);
-  Result<std::optional<std::string>> value = client->Get("k");
-  ASSERT_TRUE(value.ok()) << value.error();
-  EXPECT_EQ(value.value(), std::nullopt);
+  ExpectNothingStoredAt(server, 2, "k");
 }
 
 // A Hello with an early proof (auth.h), sent at `sent_at_ms` (now, by default) for `attempt`.
@@ -472,9 +479,7 @@ TEST(StoreServerTest, AnEarlyProofUnderAnotherTokenIsRefusedAndItsRequestsNeverA
   raw.Send(EncodeMessage(EarlyHello("not-the-token", 1, 2)) + EncodeMessage(Set{"k", "forged"}));
   EXPECT_EQ(RefusalOf(raw.ReadUntilClosed()), "authentication failed");
   EXPECT_EQ(RefusedFor(server, refusal::kAuthenticationFailed), 1U);
-  auto client = MustConnect(server, 0, 2);
-  ASSERT_NE(client, nullptr);
-  EXPECT_EQ(client->Get("k").value(), std::nullopt);
+  ExpectNothingStoredAt(server, 2, "k");
 }
 
 // A recorded Hello cannot be welcomed twice; one outside the window is told to ask for a
@@ -502,9 +507,7 @@ TEST(StoreServerTest, AReplayedOrStaleEarlyProofIsRefusedNamingTheChallenge) {
   RawConnection challenged(server.port());
   std::optional<Message> welcome = challenged.Handshake(kToken, 1, 2);
   EXPECT_TRUE(welcome && std::holds_alternative<Welcome>(*welcome));
-  auto client = MustConnect(server, 0, 2);
-  ASSERT_NE(client, nullptr);
-  EXPECT_EQ(client->Get("k").value(), std::nullopt);
+  ExpectNothingStoredAt(server, 2, "k");
 }
 
 TEST(StoreServerTest, BytesBehindAHelloThatAsksForAChallengeAreAProtocolViolation) {
@@ -653,10 +656,7 @@ TEST(StoreServerTest, RequestBeforeAuthenticationIsAProtocolViolation) {
   ASSERT_TRUE(reason.has_value());
   EXPECT_THAT(*reason, HasSubstr("protocol violation"));
   EXPECT_EQ(RefusedFor(server, refusal::kProtocolViolation), 1U);
-  // The Set did nothing.
-  auto client = MustConnect(server, 0, 1);
-  ASSERT_NE(client, nullptr);
-  EXPECT_EQ(client->Get("sneaky").value(), std::nullopt);
+  ExpectNothingStoredAt(server, 1, "sneaky");
 }
 
 TEST(StoreServerTest, HelloAfterWelcomeIsAProtocolViolation) {
