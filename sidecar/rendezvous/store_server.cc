@@ -3,8 +3,8 @@
 #include "sidecar/rendezvous/store_server.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <condition_variable>
 #include <list>
