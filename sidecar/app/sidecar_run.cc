@@ -333,19 +333,18 @@ class SidecarRun {
     Log("waiting for all " + std::to_string(config_.world_size()) + " ranks at the " + PhaseName() +
         " rendezvous");
     // Connect, publish, meet and read rank 0's record in one write (protocol.h).
-    auto connected = rendezvous::ConnectAndJoin(options, join);
-    if (!connected) {
+    rendezvous::ConnectedJoin joined = rendezvous::ConnectAndJoin(options, join);
+    if (!joined.client) {
       metrics_.CountRendezvousFailure(RendezvousFailure::kConnect);
-      throw RunFailure(connected.error());
+      throw RunFailure(joined.error);
     }
-    rendezvous::ConnectedJoin joined = std::move(connected).value();
     client_ = std::move(joined.client);
-    if (!joined.joined) {
+    if (!joined.error.empty()) {
       metrics_.CountRendezvousFailure(joined.timed_out ? RendezvousFailure::kTimeout
                                                        : RendezvousFailure::kProtocol);
-      throw RunFailure(joined.joined.error());
+      throw RunFailure(joined.error);
     }
-    master_addr_ = joined.joined.value().records.at(0);
+    master_addr_ = joined.joined.records.at(0);
     const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
     metrics_.ObserveRendezvous(seconds);
     Log("rendezvous complete: " + std::to_string(config_.world_size()) + " ranks in " +

@@ -109,19 +109,26 @@ Result<JoinResult> Join(StoreClient& client, const JoinRequest& request) {
                      &timed_out);
 }
 
-Result<ConnectedJoin> ConnectAndJoin(const ClientOptions& options, const JoinRequest& request) {
+ConnectedJoin ConnectAndJoin(const ClientOptions& options, const JoinRequest& request) {
   const std::vector<std::uint32_t> ranks = RanksToFetch(request, options.world_size);
   const SetBarrierGet requests = JoinRequests(request, options.rank, ranks);
-  Result<ConnectedSetBarrierGet> connected =
-      StoreClient::ConnectSetBarrierMultiGet(options, requests);
+  ConnectedJoin outcome;
+  Result<std::unique_ptr<StoreClient>> connected =
+      StoreClient::ConnectSendingSetBarrierMultiGet(options, requests);
   if (!connected) {
-    return Result<ConnectedJoin>::Failure(connected.error());
+    outcome.error = connected.error();
+    return outcome;
   }
-  ConnectedSetBarrierGet got = std::move(connected).value();
-  bool timed_out = false;
-  Result<JoinResult> joined = JoinOutcome(got.outcome, request, requests, ranks,
-                                          options.world_size, got.client->server_name(), &timed_out);
-  return ConnectedJoin{std::move(got.client), std::move(joined), timed_out};
+  outcome.client = std::move(connected).value();
+  Result<JoinResult> joined =
+      JoinOutcome(outcome.client->AwaitSetBarrierMultiGet(requests), request, requests, ranks,
+                  options.world_size, outcome.client->server_name(), &outcome.timed_out);
+  if (joined) {
+    outcome.joined = std::move(joined).value();
+  } else {
+    outcome.error = joined.error();
+  }
+  return outcome;
 }
 
 }  // namespace ringleader::rendezvous

@@ -44,14 +44,14 @@ std::string FormatMissingRanks(std::vector<std::uint32_t> missing, std::uint32_t
 Result<JoinResult> Join(StoreClient& client, const JoinRequest& request);
 
 struct ConnectedJoin {
-  std::unique_ptr<StoreClient> client;
-  Result<JoinResult> joined;
-  bool timed_out = false;  // joined failed at the barrier's timeout, naming the missing ranks
+  std::unique_ptr<StoreClient> client;  // null when connecting failed
+  std::string error;  // why connecting or joining failed (as Connect and Join say); empty if not
+  bool timed_out = false;  // the join failed at the barrier's timeout, naming the missing ranks
+  JoinResult joined;  // when error is empty
 };
 
-// StoreClient::Connect and Join in one write (StoreClient::ConnectSetBarrierMultiGet): the way a
-// rank meets its peers. Fails as Connect does; once connected, the join's outcome comes beside
-// the client.
-Result<ConnectedJoin> ConnectAndJoin(const ClientOptions& options, const JoinRequest& request);
+// StoreClient::Connect and Join in one write (StoreClient::ConnectSendingSetBarrierMultiGet):
+// the way a rank meets its peers.
+ConnectedJoin ConnectAndJoin(const ClientOptions& options, const JoinRequest& request);
 
 }  // namespace ringleader::rendezvous

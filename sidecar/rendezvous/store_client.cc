@@ -511,27 +511,23 @@ Result<SetBarrierGetOutcome> StoreClient::SetBarrierMultiGet(std::string_view ke
   return SetBarrierGetReplies(request, SetBarrierGetFrames(request));
 }
 
-Result<ConnectedSetBarrierGet> StoreClient::ConnectSetBarrierMultiGet(
+Result<std::unique_ptr<StoreClient>> StoreClient::ConnectSendingSetBarrierMultiGet(
     const ClientOptions& options, const SetBarrierGet& request) {
   // Each try sends what is left of the barrier's timeout, so that it ends when it would have
   // had the rank connected at once.
   const Clock::time_point start = Clock::now();
-  Result<std::unique_ptr<StoreClient>> connected = ConnectSending(options, [&] {
+  return ConnectSending(options, [&] {
     SetBarrierGet left = request;
     left.timeout = std::max(std::chrono::milliseconds(1),
                             request.timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
                                                   Clock::now() - start));
     return SetBarrierGetFrames(left);
   });
-  if (!connected) {
-    return Result<ConnectedSetBarrierGet>::Failure(connected.error());
-  }
-  std::unique_ptr<StoreClient> client = std::move(connected).value();
-  Result<SetBarrierGetOutcome> outcome = [&] {
-    std::lock_guard<std::mutex> lock(client->mutex_);
-    return client->SetBarrierGetReplies(request, "");  // sent with the handshake
-  }();
-  return ConnectedSetBarrierGet{std::move(client), std::move(outcome)};
+}
+
+Result<SetBarrierGetOutcome> StoreClient::AwaitSetBarrierMultiGet(const SetBarrierGet& request) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return SetBarrierGetReplies(request, "");  // sent with the handshake
 }
 
 Result<SetBarrierGetOutcome> StoreClient::SetBarrierGetReplies(const SetBarrierGet& request,

@@ -75,8 +75,7 @@ struct SetBarrierGet {
   std::chrono::milliseconds timeout{0};
   std::vector<std::string> keys;
 };
-class StoreClient;
-struct ConnectedSetBarrierGet;
+
 
 // The missing list a TimedOut carries ("3,7", possibly ending in "...") as ranks; anything that
 // is not a rank is skipped.
@@ -88,13 +87,14 @@ class StoreClient {
   // (wrong token, bad rank) is returned at once. Errors read like "rendezvous server 10.0.0.1:29500 (rank 0)
   // unreachable for 300 s: connection refused".
   static Result<std::unique_ptr<StoreClient>> Connect(const ClientOptions& options);
-  // Connect and SetBarrierMultiGet in one: the join's requests ride in the Hello's write, behind
-  // its early proof (protocol.h), so a rank joins with one write and one round trip besides the
-  // barrier's wait. The barrier waits at most request.timeout from this call, however long
-  // connecting takes. Fails as Connect does; once connected, the join's own outcome is returned
-  // beside the client.
-  static Result<ConnectedSetBarrierGet> ConnectSetBarrierMultiGet(const ClientOptions& options,
-                                                                  const SetBarrierGet& request);
+  // Connect, with SetBarrierMultiGet's requests riding in the Hello's write, behind its early
+  // proof (protocol.h): a rank joins with one write and one round trip besides the barrier's wait.
+  // The barrier waits at most request.timeout from this call, however long connecting takes.
+  // Fails as Connect does; once connected, AwaitSetBarrierMultiGet(request) reads the replies.
+  static Result<std::unique_ptr<StoreClient>> ConnectSendingSetBarrierMultiGet(
+      const ClientOptions& options, const SetBarrierGet& request);
+  // The replies to what ConnectSendingSetBarrierMultiGet sent, as SetBarrierMultiGet returns them.
+  Result<SetBarrierGetOutcome> AwaitSetBarrierMultiGet(const SetBarrierGet& request);
 
   ~StoreClient();
   StoreClient(const StoreClient&) = delete;
@@ -169,11 +169,6 @@ class StoreClient {
   const std::atomic<bool>* stop_;  // ClientOptions::stop
   FrameDecoder decoder_;
   std::optional<std::string> broken_;  // the first I/O failure, repeated thereafter
-};
-
-struct ConnectedSetBarrierGet {
-  std::unique_ptr<StoreClient> client;
-  Result<SetBarrierGetOutcome> outcome;
 };
 
 }  // namespace ringleader::rendezvous

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -169,6 +170,54 @@ TEST(JoinScaleTest, AThousandClientsJoinAndMeetAtABarrier) {
   EXPECT_EQ(met, kWorld);
   EXPECT_LT(Clock::now() - started, seconds(10));
   EXPECT_EQ(server.Stats().authenticated, kWorld);
+}
+
+// How a sidecar joins: one write with the Hello, then the records, the barrier's timeout naming
+// who is missing, and a failure to connect, each told apart.
+TEST(ConnectAndJoinTest, JoinsInOneWriteAndTellsTimeoutsFromFailuresToConnect) {
+  StoreServer server(Options(3));
+  JoinRequest request;
+  request.fetch_all = true;
+  std::vector<ConnectedJoin> joins(2);
+  std::vector<std::thread> ranks;
+  for (std::uint32_t r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      JoinRequest mine = request;
+      mine.record = AddressOf(r);
+      joins[r] = ConnectAndJoin(ClientFor(server, r, 3), mine);
+    });
+  }
+  JoinRequest last = request;
+  last.record = AddressOf(2);
+  ConnectedJoin third = ConnectAndJoin(ClientFor(server, 2, 3), last);
+  for (auto& rank : ranks) {
+    rank.join();
+  }
+  joins.push_back(std::move(third));
+  for (const ConnectedJoin& joined : joins) {
+    ASSERT_NE(joined.client, nullptr) << joined.error;
+    EXPECT_EQ(joined.error, "");
+    EXPECT_EQ(joined.joined.records,
+              (std::map<std::uint32_t, std::string>{{0, AddressOf(0)}, {1, AddressOf(1)},
+                                                    {2, AddressOf(2)}}));
+  }
+  EXPECT_EQ(server.Stats().accepted, 3U);  // one connection each, welcomed at its first try
+
+  StoreServer lonely(Options(2));
+  JoinRequest waiting;
+  waiting.record = AddressOf(0);
+  waiting.timeout = milliseconds(200);
+  ConnectedJoin timed_out = ConnectAndJoin(ClientFor(lonely, 0, 2), waiting);
+  ASSERT_NE(timed_out.client, nullptr) << timed_out.error;
+  EXPECT_TRUE(timed_out.timed_out);
+  EXPECT_EQ(timed_out.error, "rank 1 of 2 did not join within 1 s");
+
+  ClientOptions wrong = ClientFor(lonely, 1, 2);
+  wrong.token = "not-the-token";
+  ConnectedJoin refused = ConnectAndJoin(wrong, waiting);
+  EXPECT_EQ(refused.client, nullptr);
+  EXPECT_FALSE(refused.timed_out);
+  EXPECT_THAT(refused.error, HasSubstr("refused: authentication failed (rank 1 of 2)"));
 }
 
 }  // namespace

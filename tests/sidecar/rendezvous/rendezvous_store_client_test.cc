@@ -263,32 +263,50 @@ TEST(StoreClientTest, MultiGetPipelinesThousandsOfKeysInOrder) {
 
 // The Gets ride behind the Barrier in one write; they must see the record of a rank that
 // published only after this rank had entered the barrier.
+// One rank's join with its requests in the Hello's write: the client, then the join's outcome.
+struct OneWriteJoin {
+  std::unique_ptr<StoreClient> client;
+  std::optional<Result<SetBarrierGetOutcome>> outcome;
+  std::string error;  // connecting's
+};
+OneWriteJoin JoinInOneWrite(const ClientOptions& options, const SetBarrierGet& request) {
+  OneWriteJoin join;
+  Result<std::unique_ptr<StoreClient>> connected =
+      StoreClient::ConnectSendingSetBarrierMultiGet(options, request);
+  if (!connected) {
+    join.error = connected.error();
+    return join;
+  }
+  join.client = std::move(connected).value();
+  join.outcome = join.client->AwaitSetBarrierMultiGet(request);
+  return join;
+}
+
 // The join's requests ride in the Hello's write; the client is usable afterwards.
-TEST(StoreClientTest, ConnectSetBarrierMultiGetJoinsInTheHellosWrite) {
+TEST(StoreClientTest, ConnectSendingSetBarrierMultiGetJoinsInTheHellosWrite) {
   StoreServer server(Options(2));
   const SetBarrierGet join{"", "", "join", seconds(10), {"ranks/0", "ranks/1"}};
-  std::optional<Result<ConnectedSetBarrierGet>> first;
+  OneWriteJoin first;
   std::thread rank0([&] {
     SetBarrierGet mine = join;
     mine.key = "ranks/0";
     mine.value = "a";
-    first = StoreClient::ConnectSetBarrierMultiGet(ClientFor(server.port(), 0, 2), mine);
+    first = JoinInOneWrite(ClientFor(server.port(), 0, 2), mine);
   });
   SetBarrierGet mine = join;
   mine.key = "ranks/1";
   mine.value = "b";
-  Result<ConnectedSetBarrierGet> second =
-      StoreClient::ConnectSetBarrierMultiGet(ClientFor(server.port(), 1, 2), mine);
+  OneWriteJoin second = JoinInOneWrite(ClientFor(server.port(), 1, 2), mine);
   rank0.join();
-  for (const Result<ConnectedSetBarrierGet>* joined : {&*first, &second}) {
-    ASSERT_TRUE(joined->ok()) << joined->error();
-    const Result<SetBarrierGetOutcome>& outcome = joined->value().outcome;
+  for (const OneWriteJoin* joined : {&first, &second}) {
+    ASSERT_NE(joined->client, nullptr) << joined->error;
+    const Result<SetBarrierGetOutcome>& outcome = *joined->outcome;
     ASSERT_TRUE(outcome.ok()) << outcome.error();
     EXPECT_FALSE(outcome.value().barrier.timed_out);
     EXPECT_EQ(outcome.value().values,
               (std::vector<std::optional<std::string>>{std::string("a"), std::string("b")}));
   }
-  EXPECT_EQ(second.value().client->Get("ranks/0").value(), "a");
+  EXPECT_EQ(second.client->Get("ranks/0").value(), "a");
   // Each rank was welcomed at its first try, on its early proof.
   EXPECT_EQ(server.Stats().accepted, 2U);
   EXPECT_TRUE(server.RefusedByReasonForTest().empty());
@@ -305,11 +323,11 @@ TEST(StoreClientTest, AnEarlyProofTheServerWillNotTakeFallsBackToTheChallenge) {
   options.initial_backoff = seconds(30);  // a retry with a backoff would run past the test
   tries.Watch(options);
   const auto started = Clock::now();
-  Result<ConnectedSetBarrierGet> joined = StoreClient::ConnectSetBarrierMultiGet(
-      options, SetBarrierGet{"ranks/0", "a", "join", seconds(10), {"ranks/0"}});
-  ASSERT_TRUE(joined.ok()) << joined.error();
-  ASSERT_TRUE(joined.value().outcome.ok()) << joined.value().outcome.error();
-  EXPECT_EQ(joined.value().outcome.value().values,
+  OneWriteJoin joined =
+      JoinInOneWrite(options, SetBarrierGet{"ranks/0", "a", "join", seconds(10), {"ranks/0"}});
+  ASSERT_NE(joined.client, nullptr) << joined.error;
+  ASSERT_TRUE(joined.outcome->ok()) << joined.outcome->error();
+  EXPECT_EQ(joined.outcome->value().values,
             (std::vector<std::optional<std::string>>{std::string("a")}));
   EXPECT_LT(Clock::now() - started, seconds(5));
   EXPECT_THAT(tries.FirstOnceThereAre(1).value_or(""),
