@@ -76,7 +76,6 @@ struct SetBarrierGet {
   std::vector<std::string> keys;
 };
 
-
 // The missing list a TimedOut carries ("3,7", possibly ending in "...") as ranks; anything that
 // is not a rank is skipped.
 std::vector<std::uint32_t> ParseMissingRanks(std::string_view text);
@@ -144,7 +143,8 @@ class StoreClient {
   // authenticates; their replies are left for the client to read.
   static Result<std::unique_ptr<StoreClient>> ConnectSending(
       const ClientOptions& options, const std::function<std::string()>& ahead);
-  // Sends frames (empty: they were sent already) and reads the join's replies. Holds mutex_.
+  // Sends frames (empty: they were sent already) and reads the join's replies. The caller holds
+  // mutex_.
   Result<SetBarrierGetOutcome> SetBarrierGetReplies(const SetBarrierGet& request,
                                                     const std::string& frames);
 
