@@ -97,10 +97,21 @@ TEST(TrainingTelemetryTest, EveryRanksTrainingAllReduceIsScrapedAndRankZeroNames
 
   // Rank 0's sidecar compares the ranks' reports and the operator puts it in status (once every
   // rank's first report is in: a rank's trainer may start a snapshot interval later than others).
-  const json job = bed.WaitForJob("measured", [](const json& seen) {
+  // The figures below are awaited, not taken from the first status with all four ranks: in one
+  // CI run that status had the median only 1.27 times the slowed rank's, while Prometheus showed
+  // rank 2 at under half the others'.
+  const auto slowdown_shows = [](const json& training) {
+    return training.value("ranksReporting", 0) == 4 && training.value("slowestRank", "") == "2" &&
+           training.value("busBandwidthBytes", std::int64_t{0}) >=
+               2 * training.value("slowestRankBusBandwidthBytes", std::int64_t{0});
+  };
+  json job = bed.WaitForJob("measured", [&](const json& seen) {
     const json training = Training(seen);
-    return training.is_object() && training.value("ranksReporting", 0) == 4;
+    return training.is_object() && slowdown_shows(training);
   }, seconds(90));
+  if (!job.is_object()) {
+    job = bed.Get("trainingjob", "measured");  // the assertions below say what it holds instead
+  }
   ASSERT_TRUE(job.is_object()) << bed.Get("trainingjob", "measured").dump(2) << "\n" << bed.Diagnostics();
   const json training = Training(job);
   EXPECT_EQ(training.value("collective", ""), "all_reduce");
